@@ -1,0 +1,201 @@
+"""Attention pooling with kernels: Nadaraya-Watson regression and the Lagrange basis.
+
+Notebook 01 (attention pooling) and notebook 02 (Lagrange vs Nadaraya-Watson).
+
+Nadaraya-Watson predicts at a query ``q`` a weighted average of the values ``v_i``::
+
+    f(q) = sum_i  K(|q - k_i| / h) / sum_j K(|q - k_j| / h)  *  v_i
+
+The fraction is the attention weight of key ``i``; ``K`` is a kernel and ``h > 0`` its
+bandwidth. Constant factors of ``K`` cancel in the fraction.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+
+from ._validate import require_float, require_positive, require_rank, require_same_dtype, shape_str
+
+__all__ = [
+    "gaussian",
+    "boxcar",
+    "epanechnikov",
+    "constant",
+    "KERNELS",
+    "nadaraya_watson",
+    "lagrange_basis",
+]
+
+
+def gaussian(u: torch.Tensor) -> torch.Tensor:
+    """Standard normal density ``exp(-u^2 / 2) / sqrt(2 pi)``, elementwise."""
+    return torch.exp(-0.5 * u**2) / math.sqrt(2 * math.pi)
+
+
+def boxcar(u: torch.Tensor) -> torch.Tensor:
+    """Uniform density on ``[-1, 1]``: ``1/2`` where ``|u| <= 1``, else ``0``."""
+    return torch.where(u.abs() <= 1, 0.5, 0.0).to(u.dtype)
+
+
+def epanechnikov(u: torch.Tensor) -> torch.Tensor:
+    """Epanechnikov density ``3/4 (1 - u^2)`` where ``|u| <= 1``, else ``0``."""
+    return 0.75 * torch.clamp(1 - u**2, min=0)
+
+
+def constant(u: torch.Tensor) -> torch.Tensor:
+    """Weight 1 for every key, however far: Nadaraya-Watson becomes average pooling."""
+    return torch.ones_like(u)
+
+
+KERNELS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "gaussian": gaussian,
+    "boxcar": boxcar,
+    "epanechnikov": epanechnikov,
+    "constant": constant,
+}
+
+
+def _log_kernel(name: str, u2: torch.Tensor) -> torch.Tensor:
+    """``log K(u)`` up to a constant, from ``u2 = u^2``; ``-inf`` outside the support.
+
+    Working with logs lets the softmax normalise the weights: a far query whose Gaussian
+    weights would all underflow to 0 in ``exp`` still gets weights that sum to 1.
+    """
+    if name == "gaussian":
+        return -0.5 * u2
+    if name == "constant":
+        return torch.zeros_like(u2)
+    inside = u2 <= 1
+    if name == "boxcar":
+        return torch.where(inside, 0.0, -math.inf).to(u2.dtype)
+    # Epanechnikov: log(1 - u^2); the inner where keeps log1p away from arguments <= -1
+    # so that gradients stay finite outside the support.
+    safe = torch.where(u2 < 1, u2, torch.zeros_like(u2))
+    return torch.where(u2 < 1, torch.log1p(-safe), -math.inf)
+
+
+def _as_rows(x: torch.Tensor) -> torch.Tensor:
+    return x.unsqueeze(-1) if x.ndim == 1 else x  # (N,) -> (N, 1)
+
+
+def nadaraya_watson(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    kernel: str | Callable[[torch.Tensor], torch.Tensor] = "gaussian",
+    bandwidth: float | torch.Tensor = 1.0,
+    mask: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Nadaraya-Watson attention pooling.
+
+    Args:
+        queries: (Q,) scalar queries, or (Q, D) one vector per row. Floating point.
+        keys: (K,) or (K, D), the same kind as ``queries``.
+        values: (K,) or (K, V), one value per key.
+        kernel: ``"gaussian"``, ``"boxcar"``, ``"epanechnikov"``, ``"constant"``, or a function
+            ``K(u)`` of the scaled distance ``u = |q - k| / h`` returning weights >= 0.
+        bandwidth: ``h > 0``: a number or a 0-d tensor (which may require grad).
+        mask: optional bool (Q, K); ``True`` = the query may use that key. Leave-one-out
+            training, for example, masks the diagonal.
+
+    Returns:
+        predictions: (Q,) if ``values`` is (K,), else (Q, V).
+        weights: (Q, K), each row >= 0 and summing to 1 (all zeros for a row the mask empties).
+
+    Weights are a softmax of ``log K``, so they never underflow to 0/0. If a compact kernel
+    (boxcar, Epanechnikov) has no key within one bandwidth of a query, that query's weight
+    goes to its nearest allowed key(s), the limit of growing ``h`` until a key is reached.
+    """
+    for name, t in (("queries", queries), ("keys", keys), ("values", values)):
+        require_float(t, name)
+    require_same_dtype(keys, "keys", queries, "queries")
+    require_same_dtype(values, "values", queries, "queries")
+    require_rank(queries, "queries", (1, 2), "(Q,) or (Q, D)")
+    require_rank(keys, "keys", (1, 2), "(K,) or (K, D)")
+    require_rank(values, "values", (1, 2), "(K,) or (K, V)")
+    if queries.ndim != keys.ndim or (queries.ndim == 2 and queries.shape[1] != keys.shape[1]):
+        raise ValueError(
+            f"queries and keys must have the same kind: both (N,) or both (N, D) with the same D; "
+            f"got queries {shape_str(queries.shape)} and keys {shape_str(keys.shape)}"
+        )
+    if values.shape[0] != keys.shape[0]:
+        raise ValueError(
+            f"values must have one row per key: values.shape[0] must be {keys.shape[0]} "
+            f"(keys has shape {shape_str(keys.shape)}), got values of shape {shape_str(values.shape)}"
+        )
+    if keys.shape[0] == 0:
+        raise ValueError("keys must hold at least one key, got 0")
+    require_positive(bandwidth, "bandwidth")
+    num_q, num_k = queries.shape[0], keys.shape[0]
+    if mask is not None:
+        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+            got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
+            raise TypeError(f"mask must be a bool tensor (True = may attend), got {got}")
+        if mask.shape != (num_q, num_k):
+            raise ValueError(f"mask must have shape (Q, K) = {shape_str((num_q, num_k))}, got {shape_str(mask.shape)}")
+
+    diff = _as_rows(queries).unsqueeze(1) - _as_rows(keys).unsqueeze(0)  # (Q, 1, D) - (1, K, D) -> (Q, K, D)
+    dist2 = (diff**2).sum(-1)  # (Q, K) squared distances
+    if isinstance(kernel, str):
+        if kernel not in KERNELS:
+            raise ValueError(f"kernel must be one of {sorted(KERNELS)} or a function K(u), got {kernel!r}")
+        logits = _log_kernel(kernel, dist2 / bandwidth**2)  # (Q, K)
+    elif callable(kernel):
+        k_values = kernel(torch.sqrt(dist2) / bandwidth)
+        if not isinstance(k_values, torch.Tensor) or k_values.shape != dist2.shape:
+            got = shape_str(k_values.shape) if isinstance(k_values, torch.Tensor) else type(k_values).__name__
+            raise ValueError(f"kernel(u) must return a tensor shaped like u {shape_str(dist2.shape)}, got {got}")
+        if (k_values < 0).any() or not torch.isfinite(k_values).all():
+            raise ValueError("kernel(u) must return finite weights >= 0; got a negative or non-finite value")
+        logits = torch.log(k_values)  # log 0 = -inf: outside the support
+    else:
+        raise TypeError(f"kernel must be a kernel name or a function K(u), got {type(kernel).__name__}")
+
+    if mask is not None:
+        logits = logits.masked_fill(~mask, -math.inf)
+    empty = ~torch.isfinite(logits).any(-1, keepdim=True)  # (Q, 1): no key inside the support
+    if empty.any():
+        d2 = dist2.detach() if mask is None else dist2.detach().masked_fill(~mask, math.inf)
+        nearest = (d2 == d2.min(-1, keepdim=True).values) & torch.isfinite(d2)  # (Q, K)
+        logits = torch.where(empty, torch.where(nearest, 0.0, -math.inf).to(logits.dtype), logits)
+    allowed = torch.isfinite(logits)
+    # Fill with the dtype's most negative number, not -inf: a row with nothing allowed
+    # then gives zeros (after the final fill) and finite gradients instead of NaN.
+    weights = torch.softmax(logits.masked_fill(~allowed, torch.finfo(logits.dtype).min), dim=-1)
+    weights = weights.masked_fill(~allowed, 0.0)  # (Q, K)
+    predictions = weights @ values  # (Q, K) @ (K,) -> (Q,)   or   (Q, K) @ (K, V) -> (Q, V)
+    return predictions, weights
+
+
+def lagrange_basis(x: torch.Tensor, nodes: torch.Tensor) -> torch.Tensor:
+    """Lagrange basis polynomials ``l_i(x) = prod_{j != i} (x - x_j) / (x_i - x_j)``.
+
+    Args:
+        x: (X,) points where the basis is evaluated.
+        nodes: (N,) distinct interpolation nodes ``x_i``.
+
+    Returns:
+        (X, N): entry ``[a, i]`` is ``l_i(x[a])``; it is 1 at ``x = x_i`` and 0 at the other nodes,
+        and every row sums to 1 (the basis interpolates the constant function 1).
+        Interpolation of values ``y`` is ``lagrange_basis(x, nodes) @ y``.
+    """
+    require_float(x, "x")
+    require_float(nodes, "nodes")
+    require_same_dtype(nodes, "nodes", x, "x")
+    require_rank(x, "x", (1,), "(X,)")
+    require_rank(nodes, "nodes", (1,), "(N,)")
+    n = nodes.shape[0]
+    if n == 0:
+        raise ValueError("nodes must hold at least one node, got 0")
+    gaps = nodes.unsqueeze(1) - nodes.unsqueeze(0)  # (N, N): x_i - x_j
+    off_diag = ~torch.eye(n, dtype=torch.bool, device=nodes.device)
+    if (gaps[off_diag] == 0).any():
+        i, j = [int(t) for t in torch.nonzero((gaps == 0) & off_diag)[0]]
+        raise ValueError(f"nodes must be distinct, got nodes[{i}] == nodes[{j}] == {float(nodes[i])}")
+    factors = (x.unsqueeze(1) - nodes.unsqueeze(0)).unsqueeze(1)  # (X, 1, N): x - x_j
+    factors = factors / gaps.unsqueeze(0)  # (X, N, N): (x - x_j) / (x_i - x_j)
+    factors = torch.where(off_diag, factors, torch.ones_like(factors))  # j == i contributes 1
+    return factors.prod(-1)  # (X, N)

@@ -1,0 +1,130 @@
+"""Attention layers: thin ``nn.Module`` wrappers around the pure functions.
+
+Each layer keeps the weights of its last call in ``.attention_weights`` (before dropout),
+ready for ``show_heatmaps``.
+
+* ``NWKernelRegression``: Nadaraya-Watson with a learnable bandwidth (notebook 01).
+* ``DotProductAttention``, ``AdditiveAttention``: the two scoring functions (notebook 03).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from ._validate import require_positive, shape_str
+from .kernels import KERNELS, nadaraya_watson
+from .scoring import additive_scores, attention_pooling, check_qkv, dot_product_scores
+
+__all__ = ["NWKernelRegression", "DotProductAttention", "AdditiveAttention"]
+
+
+def _check_dropout(dropout) -> float:
+    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
+        raise ValueError(f"dropout must be a probability in [0, 1), got {dropout!r}")
+    return float(dropout)
+
+
+def _check_size(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+class NWKernelRegression(nn.Module):
+    """Nadaraya-Watson regression whose bandwidth ``h`` is learned by gradient descent.
+
+    The parameter is ``log h`` so that ``h = exp(log h)`` stays positive whatever step the
+    optimiser takes. ``1 / h`` is the ``w`` of the parametric form
+    ``softmax(-((x - x_i) w)^2 / 2)``.
+
+    Args:
+        bandwidth: initial ``h > 0``.
+        kernel: a kernel name of ``attn_course.KERNELS``.
+    """
+
+    def __init__(self, bandwidth: float = 1.0, kernel: str = "gaussian"):
+        super().__init__()
+        require_positive(bandwidth, "bandwidth")
+        if kernel not in KERNELS:
+            raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {kernel!r}")
+        self.kernel = kernel
+        self.log_bandwidth = nn.Parameter(torch.tensor(math.log(bandwidth)))
+        self.attention_weights: torch.Tensor | None = None
+
+    @property
+    def bandwidth(self) -> torch.Tensor:
+        """The current ``h`` (a 0-d tensor that carries gradients)."""
+        return self.log_bandwidth.exp()
+
+    def forward(self, queries, keys, values, mask=None):
+        """Shapes as in ``nadaraya_watson``; returns the predictions (Q,) or (Q, V)."""
+        bandwidth = self.bandwidth.to(queries.dtype) if isinstance(queries, torch.Tensor) else self.bandwidth
+        predictions, weights = nadaraya_watson(queries, keys, values, self.kernel, bandwidth, mask)
+        self.attention_weights = weights.detach()
+        return predictions
+
+    def extra_repr(self) -> str:
+        return f"kernel={self.kernel!r}, bandwidth={float(self.bandwidth):.4g}"
+
+
+class DotProductAttention(nn.Module):
+    """Scaled dot-product attention ``softmax(Q K^T / sqrt(D)) V`` with dropout on the weights.
+
+    Called as ``(queries (B, Q, D), keys (B, K, D), values (B, K, V), valid_lens=None)``;
+    returns (B, Q, V).
+    """
+
+    def __init__(self, dropout: float = 0.0):
+        super().__init__()
+        self.dropout = nn.Dropout(_check_dropout(dropout))
+        self.attention_weights: torch.Tensor | None = None
+
+    def forward(self, queries, keys, values, valid_lens=None):
+        check_qkv(queries, keys, values)
+        scores = dot_product_scores(queries, keys)  # (B, Q, K)
+        output, weights = attention_pooling(scores, values, valid_lens, self.dropout)
+        self.attention_weights = weights
+        return output  # (B, Q, V)
+
+
+class AdditiveAttention(nn.Module):
+    """Additive attention ``w_v . tanh(W_q q + W_k k)``: queries and keys may differ in size.
+
+    Args:
+        key_size: Dk, the size of each key.
+        query_size: Dq, the size of each query.
+        num_hiddens: H, the hidden units of the one-hidden-layer MLP.
+        dropout: dropout probability on the attention weights.
+
+    Called as ``(queries (B, Q, Dq), keys (B, K, Dk), values (B, K, V), valid_lens=None)``;
+    returns (B, Q, V).
+    """
+
+    def __init__(self, key_size: int, query_size: int, num_hiddens: int, dropout: float = 0.0):
+        super().__init__()
+        self.W_k = nn.Linear(_check_size(key_size, "key_size"), _check_size(num_hiddens, "num_hiddens"), bias=False)
+        self.W_q = nn.Linear(_check_size(query_size, "query_size"), num_hiddens, bias=False)
+        self.w_v = nn.Linear(num_hiddens, 1, bias=False)
+        self.dropout = nn.Dropout(_check_dropout(dropout))
+        self.attention_weights: torch.Tensor | None = None
+
+    def forward(self, queries, keys, values, valid_lens=None):
+        check_qkv(queries, keys, values, same_size=False)
+        for name, t, arg, size in (
+            ("queries", queries, "query_size", self.W_q.in_features),
+            ("keys", keys, "key_size", self.W_k.in_features),
+        ):
+            if t.shape[-1] != size:
+                raise ValueError(f"{name}.shape[-1] must be {arg} = {size}, got {name} of shape {shape_str(t.shape)}")
+        if queries.dtype != self.W_q.weight.dtype:
+            raise TypeError(
+                f"queries have dtype {queries.dtype} but the layer's parameters are {self.W_q.weight.dtype}; "
+                f"convert the layer with .to({queries.dtype})"
+            )
+        scores = additive_scores(queries, keys, self.W_q.weight, self.W_k.weight, self.w_v.weight[0])  # (B, Q, K)
+        output, weights = attention_pooling(scores, values, valid_lens, self.dropout)
+        self.attention_weights = weights
+        return output  # (B, Q, V)

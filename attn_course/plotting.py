@@ -1,0 +1,267 @@
+"""Figures of the course.
+
+Every helper takes ``ax=None`` (or ``axes=None``), draws on a new figure when none is given,
+returns the ``Figure``, labels its axes, and never calls ``plt.show()`` or changes global
+matplotlib settings. In a notebook, end the cell with ``plt.show()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import seaborn as sns
+import torch
+from matplotlib.figure import Figure
+
+from .kernels import KERNELS, nadaraya_watson
+
+__all__ = ["show_heatmaps", "plot_regression", "plot_kernels", "plot_query_weights", "plot_nw_fit"]
+
+ANNOTATE_MAX_CELLS = 100  # "auto" annotates matrices up to 10 x 10
+
+
+def _np(x) -> np.ndarray:
+    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+
+
+def _new_axes(ax, figsize):
+    if ax is None:
+        fig, ax = plt.subplots(figsize=figsize, layout="constrained")
+    return ax.figure, ax
+
+
+def _edges(centres: np.ndarray) -> np.ndarray:
+    """Cell edges around sorted centres: the midpoints, extended by half a gap at both ends."""
+    if len(centres) == 1:
+        return np.array([centres[0] - 0.5, centres[0] + 0.5])
+    mid = (centres[1:] + centres[:-1]) / 2
+    return np.concatenate([[2 * centres[0] - mid[0]], mid, [2 * centres[-1] - mid[-1]]])
+
+
+def _thin_ticks(ax, axis: str, labels: Sequence[str] | None, n: int, max_ticks: int = 20) -> None:
+    """Label every cell up to ``max_ticks`` cells, then every k-th one."""
+    step = max(1, int(np.ceil(n / max_ticks)))
+    positions = np.arange(0, n, step)
+    texts = [str(labels[i]) if labels is not None else str(i) for i in positions]
+    if axis == "x":
+        ax.set_xticks(positions + 0.5, texts, rotation=90 if max(map(len, texts), default=0) > 3 else 0)
+    else:
+        ax.set_yticks(positions + 0.5, texts, rotation=0)
+
+
+def show_heatmaps(
+    matrices,
+    xlabel: str = "Keys",
+    ylabel: str = "Queries",
+    titles: Sequence[str] | None = None,
+    xticklabels: Sequence[str] | None = None,
+    yticklabels: Sequence[str] | None = None,
+    vmin: float | None = None,
+    vmax: float | None = None,
+    cmap: str = "Reds",
+    annotate: bool | str = "auto",
+    fmt: str = ".2f",
+    figsize: tuple[float, float] | None = None,
+    colorbar_label: str = "attention weight",
+    suptitle: str | None = None,
+) -> Figure:
+    """Attention weights as heatmaps: rows are queries, columns are keys.
+
+    Args:
+        matrices: (Q, K) one panel, (P, Q, K) P panels in a row, or (R, C, Q, K) a grid.
+        xlabel, ylabel: axis labels (on the bottom row and the first column).
+        titles: one title per panel (P, or R * C in row order).
+        xticklabels: K key labels (tokens); yticklabels: Q query labels.
+        vmin, vmax: the colour scale, shared by every panel; by default from min(0, data) to max(data).
+        annotate: write each value in its cell; ``"auto"`` does so up to 10 x 10 cells.
+        fmt: number format of the annotations.
+        colorbar_label: the label of the one colour bar.
+
+    Returns:
+        The Figure, with one colour bar for all panels.
+    """
+    data = _np(matrices).astype(float)
+    if data.ndim not in (2, 3, 4) or 0 in data.shape:
+        raise ValueError(
+            f"matrices must have shape (Q, K), (P, Q, K) or (R, C, Q, K) with no empty axis, got shape {data.shape}"
+        )
+    grid = data.reshape((1, 1) + data.shape[-2:]) if data.ndim == 2 else data
+    grid = grid[None] if grid.ndim == 3 else grid  # (R, C, Q, K)
+    rows, cols, num_q, num_k = grid.shape
+    for name, labels, n in (("xticklabels", xticklabels, num_k), ("yticklabels", yticklabels, num_q)):
+        if labels is not None and len(labels) != n:
+            raise ValueError(
+                f"{name} must hold {n} labels (one per {'key' if name[0] == 'x' else 'query'}), got {len(labels)}"
+            )
+    if titles is not None and len(titles) != rows * cols:
+        raise ValueError(f"titles must hold {rows * cols} titles (one per panel), got {len(titles)}")
+    if not np.isfinite(data).all():
+        raise ValueError("matrices must be finite; got NaN or infinity (check the masking)")
+    lo = min(0.0, float(data.min())) if vmin is None else vmin
+    hi = float(data.max()) if vmax is None else vmax
+    hi = lo + 1.0 if hi <= lo else hi
+    if annotate == "auto":
+        annotate = num_q * num_k <= ANNOTATE_MAX_CELLS
+    if figsize is None:
+        cell = 0.45 if annotate else min(0.25, 5.0 / max(num_q, num_k))
+        figsize = (cols * max(2.2, num_k * cell + 0.8) + 1.0, rows * max(2.0, num_q * cell + 0.8))
+    fig, axes = plt.subplots(rows, cols, figsize=figsize, squeeze=False, sharex=True, sharey=True, layout="constrained")
+    for r in range(rows):
+        for c in range(cols):
+            ax = axes[r, c]
+            sns.heatmap(
+                grid[r, c],
+                ax=ax,
+                vmin=lo,
+                vmax=hi,
+                cmap=cmap,
+                cbar=False,
+                annot=bool(annotate),
+                fmt=fmt,
+                annot_kws={"fontsize": 8},
+                square=num_q * num_k <= 400,
+                linewidths=0,
+            )
+            _thin_ticks(ax, "x", xticklabels, num_k)
+            _thin_ticks(ax, "y", yticklabels, num_q)
+            ax.tick_params(labelbottom=r == rows - 1, labelleft=c == 0, length=0)
+            ax.set_xlabel(xlabel if r == rows - 1 else "")
+            ax.set_ylabel(ylabel if c == 0 else "")
+            if titles is not None:
+                ax.set_title(titles[r * cols + c], fontsize=10)
+    fig.colorbar(axes[0, 0].collections[0], ax=axes, shrink=0.8, label=colorbar_label)
+    if suptitle:
+        fig.suptitle(suptitle)
+    return fig
+
+
+def plot_regression(
+    x_train,
+    y_train,
+    x_test,
+    y_pred,
+    y_true=None,
+    ax=None,
+    title: str | None = None,
+    label: str = "prediction",
+    figsize=(5.5, 3.2),
+) -> Figure:
+    """Training points, the prediction at the test inputs, and (optionally) the true curve."""
+    fig, ax = _new_axes(ax, figsize)
+    if y_true is not None:
+        ax.plot(_np(x_test), _np(y_true), color="0.3", linestyle="--", linewidth=1.2, label="truth")
+    ax.plot(_np(x_test), _np(y_pred), color="C0", linewidth=2, label=label)
+    ax.scatter(_np(x_train), _np(y_train), s=14, color="C1", alpha=0.7, label="training data (keys, values)")
+    ax.set_xlabel("x")
+    ax.set_ylabel("y")
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, loc="upper right")
+    return fig
+
+
+def plot_kernels(names: Sequence[str] | None = None, ax=None, figsize=(5.0, 3.0)) -> Figure:
+    """The kernel shapes ``K(u)`` of ``attn_course.KERNELS`` on u in [-2.5, 2.5]."""
+    names = list(KERNELS) if names is None else list(names)
+    unknown = [n for n in names if n not in KERNELS]
+    if unknown:
+        raise ValueError(f"names must be kernel names from {sorted(KERNELS)}, got {unknown}")
+    fig, ax = _new_axes(ax, figsize)
+    u = torch.linspace(-2.5, 2.5, 501, dtype=torch.float64)
+    for name in names:
+        ax.plot(u.numpy(), KERNELS[name](u).numpy(), linewidth=2, label=name)
+    ax.set_xlabel("u = (query - key) / bandwidth")
+    ax.set_ylabel("K(u)")
+    ax.set_title("Kernels: how much a key counts at distance u", fontsize=10)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def plot_query_weights(
+    query: float, keys, values, kernel: str = "gaussian", bandwidth: float = 1.0, axes=None, figsize=(6.0, 4.2)
+) -> Figure:
+    """One query's Nadaraya-Watson attention over the keys: data coloured by weight, weights as bars.
+
+    Args:
+        query: the query x.
+        keys, values: (K,) training inputs and targets.
+        kernel, bandwidth: as in ``nadaraya_watson``.
+        axes: two axes (top: data, bottom: weights) sharing x, or None.
+    """
+    prediction, weights = nadaraya_watson(
+        torch.tensor([float(query)], dtype=keys.dtype), keys, values, kernel, bandwidth
+    )
+    keys, values, weights = _np(keys), _np(values), _np(weights[0])
+    if axes is None:
+        fig, axes = plt.subplots(2, 1, figsize=figsize, sharex=True, height_ratios=(2, 1), layout="constrained")
+    top, bottom = axes
+    pred = float(prediction[0])
+    points = top.scatter(
+        keys,
+        values,
+        c=weights,
+        cmap="Reds",
+        vmin=0,
+        vmax=max(float(weights.max()), 1e-12),
+        s=22,
+        edgecolors="0.4",
+        linewidths=0.4,
+    )
+    top.axvline(query, color="C0", linewidth=1)
+    top.plot(
+        [query],
+        [pred],
+        marker="*",
+        markersize=13,
+        color="C0",
+        linestyle="none",
+        label=f"prediction f({query:.2f}) = {pred:.2f}",
+    )
+    top.set_ylabel("value y_i")
+    top.legend(fontsize=8, loc="upper right")
+    top.figure.colorbar(points, ax=top, label="weight")
+    bottom.bar(keys, weights, width=0.06, color="C3")
+    bottom.axvline(query, color="C0", linewidth=1)
+    bottom.set_xlabel("key x_i")
+    bottom.set_ylabel("attention weight")
+    top.set_title(f"Query x = {query:.2f} ({kernel}, h = {bandwidth:.3g}): the weight of every key", fontsize=10)
+    return top.figure
+
+
+def plot_nw_fit(
+    x_train,
+    y_train,
+    x_test,
+    y_true=None,
+    kernel: str = "gaussian",
+    bandwidth: float = 1.0,
+    axes=None,
+    figsize=(10.0, 3.6),
+) -> Figure:
+    """Nadaraya-Watson fit (left) and its attention weights, queries by sorted keys (right)."""
+    order = torch.argsort(x_train)
+    keys, values = x_train[order], y_train[order]
+    y_pred, weights = nadaraya_watson(x_test, keys, values, kernel, bandwidth)
+    if axes is None:
+        fig, axes = plt.subplots(1, 2, figsize=figsize, layout="constrained", width_ratios=(1.25, 1))
+    fig = axes[0].figure
+    plot_regression(
+        keys,
+        values,
+        x_test,
+        y_pred,
+        y_true,
+        ax=axes[0],
+        title=f"{kernel} kernel, bandwidth h = {bandwidth:.3g}",
+        label="Nadaraya-Watson",
+    )
+    # Cells drawn at the real positions: key i spans the midpoints to its neighbours.
+    image = axes[1].pcolormesh(_edges(_np(keys)), _edges(_np(x_test)), _np(weights), cmap="Reds", vmin=0)
+    axes[1].invert_yaxis()  # queries top to bottom, as in show_heatmaps
+    axes[1].set_xlabel("training input x_i (key)")
+    axes[1].set_ylabel("test input x (query)")
+    axes[1].set_title("Attention weights", fontsize=10)
+    fig.colorbar(image, ax=axes[1], label="weight")
+    return fig

@@ -1,0 +1,121 @@
+"""Scoring functions and attention pooling over batches: the pure functions.
+
+Notebook 03 (scoring functions); the layers in ``attn_course.layers`` wrap these.
+
+Attention = softmax(scores) @ values, where the score of a query and a key is
+* scaled dot product: ``q . k / sqrt(D)`` (queries and keys of one size D),
+* additive: ``w_v . tanh(W_q q + W_k k)`` (a one-hidden-layer MLP; any sizes).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+
+from ._validate import require_float, require_rank, require_same_dtype, shape_str
+from .masking import masked_softmax
+
+__all__ = [
+    "check_qkv",
+    "attention_pooling",
+    "dot_product_scores",
+    "additive_scores",
+    "scaled_dot_product_attention",
+]
+
+
+def check_qkv(queries, keys, values, same_size: bool = True) -> None:
+    """Validate batched queries (B, Q, D), keys (B, K, D) and values (B, K, V).
+
+    With ``same_size=False`` (additive attention) queries and keys may differ in their last size.
+    """
+    for name, t in (("queries", queries), ("keys", keys), ("values", values)):
+        require_float(t, name)
+        require_rank(t, name, (3,), {"queries": "(B, Q, D)", "keys": "(B, K, D)", "values": "(B, K, V)"}[name])
+    require_same_dtype(keys, "keys", queries, "queries")
+    require_same_dtype(values, "values", queries, "queries")
+    if not (queries.shape[0] == keys.shape[0] == values.shape[0]):
+        raise ValueError(
+            "queries, keys and values must share the batch size B, got "
+            f"queries {shape_str(queries.shape)}, keys {shape_str(keys.shape)}, values {shape_str(values.shape)}"
+        )
+    if keys.shape[1] != values.shape[1]:
+        raise ValueError(
+            f"values must have one row per key: values.shape[1] must be K = {keys.shape[1]} "
+            f"(keys {shape_str(keys.shape)}), got values {shape_str(values.shape)}"
+        )
+    if same_size and queries.shape[-1] != keys.shape[-1]:
+        raise ValueError(
+            f"queries and keys must have the same size D for a dot product, got queries "
+            f"{shape_str(queries.shape)} (D = {queries.shape[-1]}) and keys {shape_str(keys.shape)} "
+            f"(D = {keys.shape[-1]}); use additive attention for different sizes"
+        )
+
+
+def attention_pooling(
+    scores: torch.Tensor,
+    values: torch.Tensor,
+    valid_lens: torch.Tensor | None = None,
+    dropout: Callable[[torch.Tensor], torch.Tensor] | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Weights = masked softmax of the scores; output = weights @ values.
+
+    Args:
+        scores: (B, Q, K).
+        values: (B, K, V).
+        valid_lens: None, (B,) or (B, Q); see ``masked_softmax``.
+        dropout: optional function applied to the weights before they pool the values
+            (a ``torch.nn.Dropout`` during training); the returned weights are before dropout.
+
+    Returns:
+        output (B, Q, V) and weights (B, Q, K).
+    """
+    weights = masked_softmax(scores, valid_lens)  # (B, Q, K)
+    pooled = weights if dropout is None else dropout(weights)
+    return torch.bmm(pooled, values), weights  # (B, Q, K) x (B, K, V) -> (B, Q, V)
+
+
+def dot_product_scores(queries: torch.Tensor, keys: torch.Tensor, scale: bool = True) -> torch.Tensor:
+    """``queries @ keys^T``, divided by ``sqrt(D)`` when ``scale``: (B, Q, D), (B, K, D) -> (B, Q, K)."""
+    scores = torch.bmm(queries, keys.transpose(1, 2))  # (B, Q, D) x (B, D, K) -> (B, Q, K)
+    return scores / math.sqrt(queries.shape[-1]) if scale else scores
+
+
+def additive_scores(
+    queries: torch.Tensor, keys: torch.Tensor, w_q: torch.Tensor, w_k: torch.Tensor, w_v: torch.Tensor
+) -> torch.Tensor:
+    """Additive (Bahdanau) scores ``w_v . tanh(W_q q + W_k k)`` for every query-key pair.
+
+    Args:
+        queries: (B, Q, Dq); keys: (B, K, Dk).
+        w_q: (H, Dq); w_k: (H, Dk); w_v: (H,), with H hidden units (as in ``nn.Linear.weight``).
+
+    Returns:
+        (B, Q, K) scores.
+    """
+    q_feat = queries @ w_q.T  # (B, Q, Dq) x (Dq, H) -> (B, Q, H)
+    k_feat = keys @ w_k.T  # (B, K, Dk) x (Dk, H) -> (B, K, H)
+    hidden = torch.tanh(q_feat.unsqueeze(2) + k_feat.unsqueeze(1))  # (B, Q, 1, H) + (B, 1, K, H) -> (B, Q, K, H)
+    return hidden @ w_v  # (B, Q, K, H) x (H,) -> (B, Q, K)
+
+
+def scaled_dot_product_attention(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    valid_lens: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``softmax(Q K^T / sqrt(D)) V`` with padded keys masked out.
+
+    Args:
+        queries: (B, Q, D); keys: (B, K, D); values: (B, K, V); all of one floating dtype.
+        valid_lens: None, (B,) or (B, Q) integers in [0, K].
+
+    Returns:
+        output (B, Q, V) and weights (B, Q, K); rows of the weights sum to 1 over the valid keys
+        (a query with no valid key gets zero weights and a zero output).
+    """
+    check_qkv(queries, keys, values)
+    return attention_pooling(dot_product_scores(queries, keys), values, valid_lens)
