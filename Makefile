@@ -29,23 +29,25 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $@
 
 lint: setup
-	$(BIN)/ruff check attn_course tests notebooks
+	$(BIN)/ruff check attn_course tests tools notebooks
+	$(BIN)/ruff format --check attn_course tests tools
 
 unit: setup
 	$(BIN)/pytest -n $(PYTEST_WORKERS) tests
 
-# Strict nbval: every code cell's outputs are compared, except cells tagged nbval-ignore-output
-# (widgets, timings), which still run. nbval.cfg rewrites what may differ (addresses).
+# Strict nbval: every code cell's output is compared with the stored one, except in cells tagged
+# nbval-ignore-output (sliders, timings), which still run. nbval.cfg rewrites what may differ.
+# A separate pytest run from the unit tests, so that nothing they set leaks into the kernels.
 nbval: setup
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile -p no:randomly --nbval \
-		--nbval-current-env --nbval-sanitize-with nbval.cfg notebooks
-
-test: lint
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --nbval --nbval-current-env \
-		--nbval-sanitize-with nbval.cfg tests notebooks
+		--nbval-sanitize-with nbval.cfg notebooks
 
+test: lint unit nbval
+
+# --allow-root only where the user is root (containers), which Jupyter refuses otherwise.
 lab: setup
-	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks --ServerApp.ip=127.0.0.1
+	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks --ServerApp.ip=127.0.0.1 \
+		$(if $(filter 0,$(shell id -u)),--allow-root)
 
 html: setup
 	@echo "make html: the student site is not built yet (it comes with the 'make html' issue)." >&2

@@ -21,6 +21,8 @@ __all__ = ["Feedback", "check_nw_weights", "check_pooling_limit", "check_epanech
 
 @dataclass(frozen=True)
 class Feedback:
+    """The verdict of a check: ``passed`` and a one-line ``message``; shows as "Correct: ..." or "Not yet: ..."."""
+
     passed: bool
     message: str
 

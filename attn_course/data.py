@@ -21,6 +21,11 @@ __all__ = [
 ]
 
 
+def _check_dtype(dtype) -> None:
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating torch.dtype (e.g. torch.float32), got {dtype!r}")
+
+
 def true_function(x: torch.Tensor) -> torch.Tensor:
     """The curve behind the toy data: ``y = 2 sin(x) + x^0.8`` (for x >= 0)."""
     return 2 * torch.sin(x) + x**0.8
@@ -55,10 +60,11 @@ def toy_regression(
     """
     if isinstance(n_train, bool) or not isinstance(n_train, int) or n_train < 1:
         raise ValueError(f"n_train must be a positive integer, got {n_train!r}")
-    if not noise >= 0:
+    if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not noise >= 0:
         raise ValueError(f"noise must be a standard deviation >= 0, got {noise!r}")
     if not (x_max > 0 and 0 < step < x_max):
         raise ValueError(f"need x_max > 0 and 0 < step < x_max, got x_max={x_max!r}, step={step!r}")
+    _check_dtype(dtype)
     gen = torch.Generator().manual_seed(seed)
     x_train, _ = torch.sort(torch.rand(n_train, generator=gen, dtype=torch.float64) * x_max)
     y_train = true_function(x_train) + noise * torch.randn(n_train, generator=gen, dtype=torch.float64)
@@ -68,6 +74,7 @@ def toy_regression(
 
 def lagrange_points(dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
     """The ten points ``(x_i, y_i)`` of the Lagrange-interpolation seed; x is sorted."""
+    _check_dtype(dtype)
     x = torch.tensor([1.1, 1.5, 2.0, 3.1, 4.2, 4.3, 4.6, 5.1, 7.1, 8.3], dtype=dtype)
     y = torch.tensor([2.4, 3.0, 1.1, 4.5, 3.6, 2.2, 1.0, 5.6, 3.7, 0.2], dtype=dtype)
     return x, y
@@ -84,6 +91,7 @@ class ThreeTokenExample(NamedTuple):
 
 def three_token_example(dtype: torch.dtype = torch.float32) -> ThreeTokenExample:
     """The worked self-attention example: ``Q = inputs @ w_query``, likewise K and V."""
+    _check_dtype(dtype)
 
     def t(rows):
         return torch.tensor(rows, dtype=dtype)

@@ -129,6 +129,8 @@ def nadaraya_watson(
     if keys.shape[0] == 0:
         raise ValueError("keys must hold at least one key, got 0")
     require_positive(bandwidth, "bandwidth")
+    if isinstance(bandwidth, torch.Tensor):
+        bandwidth = bandwidth.to(queries.dtype).reshape(())  # keeps the caller's dtype and any gradient
     num_q, num_k = queries.shape[0], keys.shape[0]
     if mask is not None:
         if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:

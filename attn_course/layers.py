@@ -1,6 +1,6 @@
 """Attention layers: thin ``nn.Module`` wrappers around the pure functions.
 
-Each layer keeps the weights of its last call in ``.attention_weights`` (before dropout),
+Each layer keeps the weights of its last call in ``.attention_weights`` (detached, before dropout),
 ready for ``show_heatmaps``.
 
 * ``NWKernelRegression``: Nadaraya-Watson with a learnable bandwidth (notebook 01).
@@ -16,9 +16,11 @@ from torch import nn
 
 from ._validate import require_positive, shape_str
 from .kernels import KERNELS, nadaraya_watson
-from .scoring import additive_scores, attention_pooling, check_qkv, dot_product_scores
+from .scoring import _additive_scores, _attention_pooling, _dot_product_scores, check_qkv
 
 __all__ = ["NWKernelRegression", "DotProductAttention", "AdditiveAttention"]
+
+LOG_BANDWIDTH_LIMIT = math.log(1e6)  # |log h| <= this: h in [1e-6, 1e6]
 
 
 def _check_dropout(dropout) -> float:
@@ -37,8 +39,8 @@ class NWKernelRegression(nn.Module):
     """Nadaraya-Watson regression whose bandwidth ``h`` is learned by gradient descent.
 
     The parameter is ``log h`` so that ``h = exp(log h)`` stays positive whatever step the
-    optimiser takes. ``1 / h`` is the ``w`` of the parametric form
-    ``softmax(-((x - x_i) w)^2 / 2)``.
+    optimiser takes; ``h`` is kept within [1e-6, 1e6] so that it never rounds to 0 or infinity.
+    ``1 / h`` is the ``w`` of the parametric form ``softmax(-((x - x_i) w)^2 / 2)``.
 
     Args:
         bandwidth: initial ``h > 0``.
@@ -48,7 +50,7 @@ class NWKernelRegression(nn.Module):
     def __init__(self, bandwidth: float = 1.0, kernel: str = "gaussian"):
         super().__init__()
         require_positive(bandwidth, "bandwidth")
-        if kernel not in KERNELS:
+        if not isinstance(kernel, str) or kernel not in KERNELS:
             raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {kernel!r}")
         self.kernel = kernel
         self.log_bandwidth = nn.Parameter(torch.tensor(math.log(bandwidth)))
@@ -57,7 +59,7 @@ class NWKernelRegression(nn.Module):
     @property
     def bandwidth(self) -> torch.Tensor:
         """The current ``h`` (a 0-d tensor that carries gradients)."""
-        return self.log_bandwidth.exp()
+        return self.log_bandwidth.clamp(-LOG_BANDWIDTH_LIMIT, LOG_BANDWIDTH_LIMIT).exp()
 
     def forward(self, queries, keys, values, mask=None):
         """Shapes as in ``nadaraya_watson``; returns the predictions (Q,) or (Q, V)."""
@@ -67,7 +69,7 @@ class NWKernelRegression(nn.Module):
         return predictions
 
     def extra_repr(self) -> str:
-        return f"kernel={self.kernel!r}, bandwidth={float(self.bandwidth):.4g}"
+        return f"kernel={self.kernel!r}, bandwidth={float(self.bandwidth.detach()):.4g}"
 
 
 class DotProductAttention(nn.Module):
@@ -84,9 +86,9 @@ class DotProductAttention(nn.Module):
 
     def forward(self, queries, keys, values, valid_lens=None):
         check_qkv(queries, keys, values)
-        scores = dot_product_scores(queries, keys)  # (B, Q, K)
-        output, weights = attention_pooling(scores, values, valid_lens, self.dropout)
-        self.attention_weights = weights
+        scores = _dot_product_scores(queries, keys)  # (B, Q, K)
+        output, weights = _attention_pooling(scores, values, valid_lens, self.dropout)
+        self.attention_weights = weights.detach()
         return output  # (B, Q, V)
 
 
@@ -124,7 +126,7 @@ class AdditiveAttention(nn.Module):
                 f"queries have dtype {queries.dtype} but the layer's parameters are {self.W_q.weight.dtype}; "
                 f"convert the layer with .to({queries.dtype})"
             )
-        scores = additive_scores(queries, keys, self.W_q.weight, self.W_k.weight, self.w_v.weight[0])  # (B, Q, K)
-        output, weights = attention_pooling(scores, values, valid_lens, self.dropout)
-        self.attention_weights = weights
+        scores = _additive_scores(queries, keys, self.W_q.weight, self.W_k.weight, self.w_v.weight[0])  # (B, Q, K)
+        output, weights = _attention_pooling(scores, values, valid_lens, self.dropout)
+        self.attention_weights = weights.detach()
         return output  # (B, Q, V)

@@ -46,7 +46,8 @@ def _thin_ticks(ax, axis: str, labels: Sequence[str] | None, n: int, max_ticks: 
     positions = np.arange(0, n, step)
     texts = [str(labels[i]) if labels is not None else str(i) for i in positions]
     if axis == "x":
-        ax.set_xticks(positions + 0.5, texts, rotation=90 if max(map(len, texts), default=0) > 3 else 0)
+        slanted = max(map(len, texts), default=0) > 3  # words: slant them; short numbers: upright
+        ax.set_xticks(positions + 0.5, texts, rotation=45 if slanted else 0, ha="right" if slanted else "center")
     else:
         ax.set_yticks(positions + 0.5, texts, rotation=0)
 
@@ -66,6 +67,7 @@ def show_heatmaps(
     figsize: tuple[float, float] | None = None,
     colorbar_label: str = "attention weight",
     suptitle: str | None = None,
+    ax=None,
 ) -> Figure:
     """Attention weights as heatmaps: rows are queries, columns are keys.
 
@@ -78,6 +80,7 @@ def show_heatmaps(
         annotate: write each value in its cell; ``"auto"`` does so up to 10 x 10 cells.
         fmt: number format of the annotations.
         colorbar_label: the label of the one colour bar.
+        ax: draw a single (Q, K) panel on these axes instead of a new figure.
 
     Returns:
         The Figure, with one colour bar for all panels.
@@ -106,8 +109,15 @@ def show_heatmaps(
         annotate = num_q * num_k <= ANNOTATE_MAX_CELLS
     if figsize is None:
         cell = 0.45 if annotate else min(0.25, 5.0 / max(num_q, num_k))
-        figsize = (cols * max(2.2, num_k * cell + 0.8) + 1.0, rows * max(2.0, num_q * cell + 0.8))
-    fig, axes = plt.subplots(rows, cols, figsize=figsize, squeeze=False, sharex=True, sharey=True, layout="constrained")
+        figsize = (cols * max(2.2, num_k * cell + 1.0) + 1.2, rows * max(2.0, num_q * cell + 1.5))
+    if ax is not None:
+        if rows * cols != 1:
+            raise ValueError(f"ax can hold one (Q, K) panel; got {rows * cols} panels: pass ax=None")
+        fig, axes = ax.figure, np.array([[ax]])
+    else:
+        fig, axes = plt.subplots(
+            rows, cols, figsize=figsize, squeeze=False, sharex=True, sharey=True, layout="constrained"
+        )
     for r in range(rows):
         for c in range(cols):
             ax = axes[r, c]
@@ -221,7 +231,7 @@ def plot_query_weights(
     )
     top.set_ylabel("value y_i")
     top.legend(fontsize=8, loc="upper right")
-    top.figure.colorbar(points, ax=top, label="weight")
+    top.figure.colorbar(points, ax=list(axes), label="weight", shrink=0.9)  # one bar keeps both x axes aligned
     bottom.bar(keys, weights, width=0.06, color="C3")
     bottom.axvline(query, color="C0", linewidth=1)
     bottom.set_xlabel("key x_i")

@@ -54,6 +54,24 @@ def check_qkv(queries, keys, values, same_size: bool = True) -> None:
         )
 
 
+def _attention_pooling(scores, values, valid_lens=None, dropout=None):
+    weights = masked_softmax(scores, valid_lens)  # (B, Q, K)
+    pooled = weights if dropout is None else dropout(weights)
+    return torch.bmm(pooled, values), weights  # (B, Q, K) x (B, K, V) -> (B, Q, V)
+
+
+def _dot_product_scores(queries, keys, scale=True):
+    scores = torch.bmm(queries, keys.transpose(1, 2))  # (B, Q, D) x (B, D, K) -> (B, Q, K)
+    return scores / math.sqrt(queries.shape[-1]) if scale else scores
+
+
+def _additive_scores(queries, keys, w_q, w_k, w_v):
+    q_feat = queries @ w_q.T  # (B, Q, Dq) x (Dq, H) -> (B, Q, H)
+    k_feat = keys @ w_k.T  # (B, K, Dk) x (Dk, H) -> (B, K, H)
+    hidden = torch.tanh(q_feat.unsqueeze(2) + k_feat.unsqueeze(1))  # (B, Q, 1, H) + (B, 1, K, H) -> (B, Q, K, H)
+    return hidden @ w_v  # (B, Q, K, H) x (H,) -> (B, Q, K)
+
+
 def attention_pooling(
     scores: torch.Tensor,
     values: torch.Tensor,
@@ -64,7 +82,7 @@ def attention_pooling(
 
     Args:
         scores: (B, Q, K).
-        values: (B, K, V).
+        values: (B, K, V), of the dtype of ``scores``.
         valid_lens: None, (B,) or (B, Q); see ``masked_softmax``.
         dropout: optional function applied to the weights before they pool the values
             (a ``torch.nn.Dropout`` during training); the returned weights are before dropout.
@@ -72,15 +90,41 @@ def attention_pooling(
     Returns:
         output (B, Q, V) and weights (B, Q, K).
     """
-    weights = masked_softmax(scores, valid_lens)  # (B, Q, K)
-    pooled = weights if dropout is None else dropout(weights)
-    return torch.bmm(pooled, values), weights  # (B, Q, K) x (B, K, V) -> (B, Q, V)
+    require_float(scores, "scores")
+    require_float(values, "values")
+    require_rank(scores, "scores", (3,), "(B, Q, K)")
+    require_rank(values, "values", (3,), "(B, K, V)")
+    require_same_dtype(values, "values", scores, "scores")
+    if values.shape[:2] != scores.shape[::2]:
+        raise ValueError(
+            f"values must have shape (B, K, V) = ({scores.shape[0]}, {scores.shape[2]}, V) to match scores "
+            f"{shape_str(scores.shape)}, got values {shape_str(values.shape)}"
+        )
+    if dropout is not None and not callable(dropout):
+        raise TypeError(f"dropout must be a function such as nn.Dropout(p), got {type(dropout).__name__}")
+    return _attention_pooling(scores, values, valid_lens, dropout)
 
 
 def dot_product_scores(queries: torch.Tensor, keys: torch.Tensor, scale: bool = True) -> torch.Tensor:
-    """``queries @ keys^T``, divided by ``sqrt(D)`` when ``scale``: (B, Q, D), (B, K, D) -> (B, Q, K)."""
-    scores = torch.bmm(queries, keys.transpose(1, 2))  # (B, Q, D) x (B, D, K) -> (B, Q, K)
-    return scores / math.sqrt(queries.shape[-1]) if scale else scores
+    """``queries @ keys^T``, divided by ``sqrt(D)`` when ``scale``.
+
+    Args:
+        queries: (B, Q, D); keys: (B, K, D).
+        scale: divide by ``sqrt(D)`` (scaled dot product) or not (plain dot product).
+
+    Returns:
+        (B, Q, K) scores.
+    """
+    for name, t, meaning in (("queries", queries, "(B, Q, D)"), ("keys", keys, "(B, K, D)")):
+        require_float(t, name)
+        require_rank(t, name, (3,), meaning)
+    require_same_dtype(keys, "keys", queries, "queries")
+    if queries.shape[0] != keys.shape[0] or queries.shape[2] != keys.shape[2]:
+        raise ValueError(
+            f"keys must have shape (B, K, D) = ({queries.shape[0]}, K, {queries.shape[2]}) to match queries "
+            f"{shape_str(queries.shape)}, got keys {shape_str(keys.shape)}"
+        )
+    return _dot_product_scores(queries, keys, scale)
 
 
 def additive_scores(
@@ -95,10 +139,23 @@ def additive_scores(
     Returns:
         (B, Q, K) scores.
     """
-    q_feat = queries @ w_q.T  # (B, Q, Dq) x (Dq, H) -> (B, Q, H)
-    k_feat = keys @ w_k.T  # (B, K, Dk) x (Dk, H) -> (B, K, H)
-    hidden = torch.tanh(q_feat.unsqueeze(2) + k_feat.unsqueeze(1))  # (B, Q, 1, H) + (B, 1, K, H) -> (B, Q, K, H)
-    return hidden @ w_v  # (B, Q, K, H) x (H,) -> (B, Q, K)
+    for name, t, meaning in (("queries", queries, "(B, Q, Dq)"), ("keys", keys, "(B, K, Dk)")):
+        require_float(t, name)
+        require_rank(t, name, (3,), meaning)
+    if queries.shape[0] != keys.shape[0]:
+        raise ValueError(
+            f"queries and keys must share the batch size B, got queries {shape_str(queries.shape)} "
+            f"and keys {shape_str(keys.shape)}"
+        )
+    for name, t in (("keys", keys), ("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
+        require_float(t, name)
+        require_same_dtype(t, name, queries, "queries")
+    require_rank(w_v, "w_v", (1,), "(H,)")
+    hidden = w_v.shape[0]
+    for name, t, size, which in (("w_q", w_q, queries.shape[-1], "Dq"), ("w_k", w_k, keys.shape[-1], "Dk")):
+        if t.shape != (hidden, size):
+            raise ValueError(f"{name} must have shape (H, {which}) = ({hidden}, {size}), got {shape_str(t.shape)}")
+    return _additive_scores(queries, keys, w_q, w_k, w_v)
 
 
 def scaled_dot_product_attention(
@@ -118,4 +175,4 @@ def scaled_dot_product_attention(
         (a query with no valid key gets zero weights and a zero output).
     """
     check_qkv(queries, keys, values)
-    return attention_pooling(dot_product_scores(queries, keys), values, valid_lens)
+    return _attention_pooling(_dot_product_scores(queries, keys), values, valid_lens)

@@ -35,6 +35,11 @@ def slider_panel(
     """
     if not callable(plot_fn):
         raise TypeError(f"plot_fn must be a plotting function, got {type(plot_fn).__name__}")
+    if not isinstance(controls, Mapping):
+        raise TypeError(
+            f"controls must be a dict of argument name -> widget, got {type(controls).__name__}; "
+            "e.g. controls={'bandwidth': FloatSlider(...)}"
+        )
     if not controls:
         raise ValueError("controls must name at least one widget, got none")
     for name, control in controls.items():

@@ -1,0 +1,155 @@
+"""attn_course.data: the seeded toy regression set, the Lagrange points, the three-token example."""
+
+import math
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+from attn_course.data import (
+    RegressionData,
+    ThreeTokenExample,
+    lagrange_points,
+    three_token_example,
+    toy_regression,
+    true_function,
+)
+
+# ----------------------------------------------------------------------------------------------
+# true_function and toy_regression
+# ----------------------------------------------------------------------------------------------
+
+
+def test_true_function_hand_values():
+    x = torch.tensor([0.0, 1.0, 2.5], dtype=torch.float64)
+    expected = [2 * math.sin(v) + v**0.8 for v in x.tolist()]
+    assert_close(true_function(x), torch.tensor(expected, dtype=torch.float64))
+
+
+def test_toy_regression_shapes_and_test_grid():
+    data = toy_regression(n_train=7, x_max=2.0, step=0.5, dtype=torch.float64)
+    assert isinstance(data, RegressionData)
+    assert data._fields == ("x_train", "y_train", "x_test", "y_test")
+    assert data.x_train.shape == data.y_train.shape == (7,)
+    assert_close(data.x_test, torch.tensor([0.0, 0.5, 1.0, 1.5], dtype=torch.float64))
+    expected = [2 * math.sin(v) + v**0.8 for v in (0.0, 0.5, 1.0, 1.5)]
+    assert_close(data.y_test, torch.tensor(expected, dtype=torch.float64))
+
+
+def test_toy_regression_default_sizes():
+    data = toy_regression()
+    assert data.x_train.shape == (50,)
+    assert data.x_test.shape == (50,)  # 0, 0.1, ..., 4.9
+
+
+def test_toy_regression_x_train_sorted_and_in_range():
+    data = toy_regression(n_train=200, x_max=3.0, seed=5)
+    assert (data.x_train[1:] >= data.x_train[:-1]).all()
+    assert data.x_train.min() >= 0 and data.x_train.max() < 3.0
+
+
+def test_toy_regression_is_deterministic_for_a_seed_and_differs_across_seeds():
+    a, b, c = toy_regression(seed=7), toy_regression(seed=7), toy_regression(seed=8)
+    for ta, tb in zip(a, b, strict=True):
+        assert torch.equal(ta, tb)
+    assert not torch.equal(a.x_train, c.x_train)
+    assert not torch.equal(a.y_train, c.y_train)
+    assert torch.equal(a.x_test, c.x_test)  # the test grid does not depend on the seed
+
+
+def test_toy_regression_does_not_touch_the_global_rng():
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    toy_regression(seed=123)
+    assert torch.equal(torch.rand(3), expected)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+def test_toy_regression_dtype(dtype):
+    data = toy_regression(n_train=5, dtype=dtype)
+    assert all(t.dtype == dtype for t in data)
+
+
+def test_toy_regression_noise():
+    clean = toy_regression(n_train=30, noise=0.0, dtype=torch.float64)
+    assert_close(
+        clean.y_train, torch.tensor([2 * math.sin(v) + v**0.8 for v in clean.x_train.tolist()], dtype=torch.float64)
+    )
+    noisy = toy_regression(n_train=4000, noise=0.5, dtype=torch.float64)
+    residual = noisy.y_train - true_function(noisy.x_train)
+    assert abs(float(residual.std()) - 0.5) < 0.05
+    assert abs(float(residual.mean())) < 0.05
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"n_train": 0}, ValueError, r"n_train must be a positive integer, got 0"),
+        ({"n_train": -3}, ValueError, r"n_train must be a positive integer, got -3"),
+        ({"n_train": 2.5}, ValueError, r"n_train must be a positive integer, got 2\.5"),
+        ({"n_train": True}, ValueError, r"n_train must be a positive integer, got True"),
+        ({"n_train": "50"}, ValueError, r"n_train must be a positive integer, got '50'"),
+        ({"noise": -0.1}, ValueError, r"noise must be a standard deviation >= 0, got -0\.1"),
+        ({"noise": float("nan")}, ValueError, r"noise must be a standard deviation >= 0, got nan"),
+        ({"x_max": 0.0}, ValueError, r"need x_max > 0 and 0 < step < x_max, got x_max=0\.0, step=0\.1"),
+        ({"x_max": -1.0}, ValueError, r"got x_max=-1\.0, step=0\.1"),
+        ({"step": 0.0}, ValueError, r"need x_max > 0 and 0 < step < x_max, got x_max=5\.0, step=0\.0"),
+        ({"step": -0.1}, ValueError, r"got x_max=5\.0, step=-0\.1"),
+        ({"step": 5.0}, ValueError, r"got x_max=5\.0, step=5\.0"),
+        ({"noise": None}, (TypeError, ValueError), r"noise.*None"),
+        ({"dtype": torch.int64}, (TypeError, ValueError), r"dtype.*torch\.int64"),
+        ({"dtype": "float32"}, (TypeError, ValueError), r"dtype.*'float32'"),
+    ],
+)
+def test_toy_regression_error_messages(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        toy_regression(**kwargs)
+
+
+# ----------------------------------------------------------------------------------------------
+# lagrange_points
+# ----------------------------------------------------------------------------------------------
+
+
+def test_lagrange_points_are_the_ten_seed_points():
+    x, y = lagrange_points()
+    assert x.dtype == y.dtype == torch.float64
+    assert x.tolist() == [1.1, 1.5, 2.0, 3.1, 4.2, 4.3, 4.6, 5.1, 7.1, 8.3]
+    assert y.tolist() == [2.4, 3.0, 1.1, 4.5, 3.6, 2.2, 1.0, 5.6, 3.7, 0.2]
+
+
+def test_lagrange_points_dtype_and_sorted():
+    x, y = lagrange_points(torch.float32)
+    assert x.dtype == y.dtype == torch.float32
+    assert (x[1:] > x[:-1]).all()
+
+
+# ----------------------------------------------------------------------------------------------
+# three_token_example
+# ----------------------------------------------------------------------------------------------
+
+
+def test_three_token_example_inputs_and_projections():
+    ex = three_token_example()
+    assert isinstance(ex, ThreeTokenExample)
+    assert ex.inputs.tolist() == [[1, 0, 1, 0], [0, 2, 0, 2], [1, 1, 1, 1]]
+    assert ex.inputs.shape == (3, 4)
+    assert ex.w_query.shape == ex.w_key.shape == ex.w_value.shape == (4, 3)
+    # worked by hand: row r of inputs @ W adds the rows of W picked (and scaled) by the input's entries
+    assert (ex.inputs @ ex.w_key).tolist() == [[0, 1, 1], [4, 4, 0], [2, 3, 1]]
+    assert (ex.inputs[1] @ ex.w_key).tolist() == [4, 4, 0]
+    assert (ex.inputs @ ex.w_query).tolist() == [[1, 0, 2], [2, 2, 2], [2, 1, 3]]
+    assert (ex.inputs @ ex.w_value).tolist() == [[1, 2, 3], [2, 8, 0], [2, 6, 3]]
+
+
+def test_three_token_example_attention_scores_of_the_first_query():
+    ex = three_token_example(torch.float64)
+    # query 1 = [1, 0, 2]; keys [0, 1, 1], [4, 4, 0], [2, 3, 1] -> scores 2, 4, 4
+    scores = (ex.inputs[0] @ ex.w_query) @ (ex.inputs @ ex.w_key).T
+    assert scores.tolist() == [2.0, 4.0, 4.0]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_three_token_example_dtype(dtype):
+    assert all(t.dtype == dtype for t in three_token_example(dtype))

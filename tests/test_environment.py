@@ -1,0 +1,160 @@
+"""The pinned environment: requirements.txt, environment.yml, pyproject.toml and `make setup` agree."""
+
+import re
+from pathlib import Path
+
+import pytest
+import tomllib
+import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+ROOT = Path(__file__).resolve().parents[1]
+CONDA_TO_PIP = {"pytorch": "torch"}  # conda-forge names that differ from PyPI
+CONDA_ONLY = {"python", "pip"}
+PIN = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[A-Za-z0-9][A-Za-z0-9.+!_-]*)$")
+
+
+def _requirement_lines():
+    lines = []
+    for raw in (ROOT / "requirements.txt").read_text().splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if line:
+            lines.append(line)
+    return lines
+
+
+def _pip_pins():
+    pins = {}
+    for line in _requirement_lines():
+        match = PIN.match(line)
+        assert match, f"requirements.txt: {line!r} is not pinned as name==version"
+        pins[canonicalize_name(match["name"])] = match["version"]
+    return pins
+
+
+def _environment():
+    return yaml.safe_load((ROOT / "environment.yml").read_text())
+
+
+def _conda_pins():
+    pins = {}
+    for entry in _environment()["dependencies"]:
+        if isinstance(entry, dict):
+            continue  # the pip sub-list
+        name, _, rest = str(entry).partition("=")
+        version = rest.split("=", 1)[0]  # "2.13.0=cpu_*" -> "2.13.0" (drop the build string)
+        if name in CONDA_ONLY:
+            continue
+        pins[canonicalize_name(CONDA_TO_PIP.get(name, name))] = version
+    return pins
+
+
+def _pip_section():
+    sections = [entry["pip"] for entry in _environment()["dependencies"] if isinstance(entry, dict) and "pip" in entry]
+    assert len(sections) == 1, "environment.yml needs exactly one pip: sub-list"
+    return sections[0]
+
+
+def test_requirements_are_all_pinned_exactly():
+    lines = _requirement_lines()
+    assert lines, "requirements.txt lists no packages"
+    for line in lines:
+        assert PIN.match(line), f"{line!r} must be pinned with == (no ranges, extras or markers)"
+    names = [canonicalize_name(PIN.match(line)["name"]) for line in lines]
+    assert len(names) == len(set(names)), "a package is listed twice"
+
+
+def test_conda_entries_are_pinned():
+    for entry in _environment()["dependencies"]:
+        if isinstance(entry, str) and entry not in CONDA_ONLY:
+            assert re.match(r"^[A-Za-z0-9._-]+=[0-9][^=\s]*(=\S+)?$", entry), f"{entry!r} is not pinned"
+
+
+def test_environment_yml_and_requirements_list_the_same_packages():
+    pip, conda = _pip_pins(), _conda_pins()
+    only_conda, only_pip = sorted(set(conda) - set(pip)), sorted(set(pip) - set(conda))
+    assert set(conda) == set(pip), f"only in environment.yml: {only_conda}; only in requirements.txt: {only_pip}"
+
+
+@pytest.mark.parametrize("name", sorted(_pip_pins()))
+def test_environment_yml_and_requirements_pin_the_same_version(name):
+    assert _conda_pins().get(name) == _pip_pins()[name]
+
+
+def test_environment_yml_installs_the_checkout():
+    assert "-e ." in _pip_section()
+    assert "pip" in _environment()["dependencies"], "conda needs pip itself to run the pip: sub-list"
+
+
+def test_pyproject_dependencies_are_satisfied_by_the_pins():
+    pins = _pip_pins()
+    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    for spec in dependencies:
+        req = Requirement(spec)
+        name = canonicalize_name(req.name)
+        assert name in pins, f"{req.name} (a dependency in pyproject.toml) is not pinned in requirements.txt"
+        assert req.specifier.contains(pins[name], prereleases=True), f"{name}=={pins[name]} violates {spec!r}"
+
+
+# ----------------------------------------------------------------------------------------------
+# Makefile: `make setup` installs requirements.txt
+# ----------------------------------------------------------------------------------------------
+
+
+def _makefile_rules():
+    """{target: (prerequisites, recipe lines)} with $(VAR) expanded; simple enough for this Makefile."""
+    text = (ROOT / "Makefile").read_text().replace("\\\n", " ")
+    variables = {}
+    rules = {}
+    current = None
+
+    def expand(s):
+        for _ in range(5):
+            s = re.sub(r"\$\((\w+)\)", lambda m: variables.get(m[1], m[0]), s)
+        return s
+
+    for line in text.splitlines():
+        if line.startswith("\t") and current is not None:
+            rules[current][1].append(expand(line.strip()))
+            continue
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        assignment = re.match(r"^(\w+)\s*(?::=|\?=|=)\s*(.*)$", line)
+        if assignment:
+            variables[assignment[1]] = assignment[2].strip()
+            current = None
+            continue
+        rule = re.match(r"^([^:=\t][^:=]*):(?!=)(.*)$", line)
+        if rule:
+            targets = expand(rule[1]).split()
+            current = targets[0]
+            rules.setdefault(current, ([], []))[0].extend(expand(rule[2]).split())
+    return rules
+
+
+def _recipe_of(rules, target, seen=None):
+    """The recipe lines of target and of every prerequisite it builds, recursively."""
+    seen = set() if seen is None else seen
+    if target in seen or target not in rules:
+        return []
+    seen.add(target)
+    prereqs, recipe = rules[target]
+    lines = list(recipe)
+    for prereq in prereqs:
+        lines += _recipe_of(rules, prereq, seen)
+    return lines
+
+
+def test_make_setup_installs_requirements_txt():
+    rules = _makefile_rules()
+    assert "setup" in rules
+    recipe = _recipe_of(rules, "setup")
+    assert any(re.search(r"\bpip install\b.*(-r|--requirement)\s+requirements\.txt\b", line) for line in recipe), recipe
+    assert any(re.search(r"\bpip install\b.*-e \.", line) for line in recipe), "make setup must install attn_course"
+
+
+def test_make_setup_reruns_when_requirements_change():
+    rules = _makefile_rules()
+    stamp_targets = [t for t in rules["setup"][0] if t in rules]
+    assert any("requirements.txt" in rules[t][0] for t in stamp_targets)

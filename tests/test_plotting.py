@@ -1,0 +1,317 @@
+"""attn_course.plotting: heatmaps and the figures of the notebooks (Agg backend, see conftest)."""
+
+import inspect
+
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+from matplotlib.collections import QuadMesh
+from matplotlib.figure import Figure
+from torch.testing import assert_close
+
+from attn_course import (
+    KERNELS,
+    nadaraya_watson,
+    plot_kernels,
+    plot_nw_fit,
+    plot_query_weights,
+    plot_regression,
+    show_heatmaps,
+)
+from attn_course.data import toy_regression
+
+
+def _rand(*shape, **kwargs):
+    """Uniform [0, 1) data from a fixed seed."""
+    return torch.rand(*shape, generator=torch.Generator().manual_seed(0), **kwargs)
+
+
+def _panels(fig):
+    """The heatmap axes of a figure, without the colour bar."""
+    return [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+
+
+def _colorbars(fig):
+    return [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
+
+
+def _mesh(ax):
+    meshes = [c for c in ax.collections if isinstance(c, QuadMesh)]
+    assert len(meshes) == 1
+    return meshes[0]
+
+
+def _small_data():
+    return toy_regression(n_train=12, x_max=5.0, step=0.5, seed=1, dtype=torch.float64)
+
+
+# ----------------------------------------------------------------------------------------------
+# show_heatmaps
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape, rows, cols", [((3, 4), 1, 1), ((2, 3, 4), 1, 2), ((2, 3, 3, 4), 2, 3)])
+def test_show_heatmaps_panels_colorbar_and_shared_scale(shape, rows, cols, gen):
+    matrices = torch.rand(*shape, generator=gen)
+    fig = show_heatmaps(matrices)
+    assert isinstance(fig, Figure)
+    panels = _panels(fig)
+    assert len(panels) == rows * cols
+    assert len(_colorbars(fig)) == 1
+    grid = matrices.reshape(rows, cols, 3, 4)
+    expected_clim = (0.0, float(matrices.max()))  # default: min(0, data) to max(data)
+    for i, ax in enumerate(panels):
+        mesh = _mesh(ax)
+        assert mesh.get_clim() == pytest.approx(expected_clim)
+        # panels in row order, each showing its own matrix
+        np.testing.assert_allclose(
+            np.asarray(mesh.get_array()).reshape(3, 4), grid[i // cols, i % cols].numpy(), rtol=1e-6
+        )
+
+
+def test_show_heatmaps_scale_includes_negative_values_and_honours_vmin_vmax():
+    data = torch.tensor([[[-0.5, 1.0], [0.2, 0.3]], [[0.0, 2.0], [0.1, 0.4]]])
+    for ax in _panels(show_heatmaps(data)):
+        assert _mesh(ax).get_clim() == pytest.approx((-0.5, 2.0))
+    for ax in _panels(show_heatmaps(data, vmin=-1.0, vmax=3.0)):
+        assert _mesh(ax).get_clim() == pytest.approx((-1.0, 3.0))
+
+
+def test_show_heatmaps_labels_titles_and_tokens():
+    tokens_k = ["the", "cat", "sat", "down"]
+    tokens_q = ["le", "chat", "assis"]
+    fig = show_heatmaps(
+        _rand(2, 2, 3, 4),
+        xlabel="key tokens",
+        ylabel="query tokens",
+        titles=["a", "b", "c", "d"],
+        xticklabels=tokens_k,
+        yticklabels=tokens_q,
+        colorbar_label="weight",
+        suptitle="all heads",
+    )
+    panels = _panels(fig)
+    assert [ax.get_title() for ax in panels] == ["a", "b", "c", "d"]
+    for i, ax in enumerate(panels):
+        row, col = divmod(i, 2)
+        assert ax.get_xlabel() == ("key tokens" if row == 1 else "")
+        assert ax.get_ylabel() == ("query tokens" if col == 0 else "")
+        # token labels on the outer panels only (get_*ticklabels lists the visible ones)
+        assert [t.get_text() for t in ax.get_xticklabels()] == (tokens_k if row == 1 else [])
+        assert [t.get_text() for t in ax.get_yticklabels()] == (tokens_q if col == 0 else [])
+        bottom, top = ax.get_ylim()
+        assert bottom > top  # the first query is the top row
+    assert _colorbars(fig)[0].get_ylabel() == "weight"
+    assert fig.get_suptitle() == "all heads"
+
+
+def test_show_heatmaps_default_axis_labels_and_index_ticks():
+    (ax,) = _panels(show_heatmaps(_rand(2, 3)))
+    assert ax.get_xlabel() == "Keys" and ax.get_ylabel() == "Queries"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "1", "2"]
+
+
+def test_show_heatmaps_thins_ticks_of_long_sequences():
+    tokens = [f"t{i}" for i in range(30)]
+    (ax,) = _panels(show_heatmaps(_rand(2, 30), xticklabels=tokens))
+    assert [t.get_text() for t in ax.get_xticklabels()] == tokens[::2]
+
+
+@pytest.mark.parametrize(
+    "annotate, shape, per_panel",
+    [(True, (2, 3, 4), 12), (False, (2, 3, 4), 0), ("auto", (3, 3), 9), ("auto", (11, 11), 0)],
+)
+def test_show_heatmaps_annotations(annotate, shape, per_panel, gen):
+    matrices = torch.rand(*shape, generator=gen)
+    panels = _panels(show_heatmaps(matrices, annotate=annotate, fmt=".3f"))
+    for ax, matrix in zip(panels, matrices.reshape(-1, *shape[-2:]), strict=True):
+        texts = [t.get_text() for t in ax.texts]
+        assert len(texts) == per_panel
+        if per_panel:
+            assert texts == [f"{v:.3f}" for v in matrix.reshape(-1).tolist()]
+
+
+@pytest.mark.parametrize(
+    "matrices",
+    [
+        _rand(2, 3, requires_grad=True),
+        np.random.default_rng(0).random((2, 3)),
+        [[0.1, 0.2], [0.3, 0.4]],
+        _rand(2, 3, dtype=torch.float64),
+    ],
+    ids=["grad-tensor", "numpy", "list", "float64"],
+)
+def test_show_heatmaps_accepts_array_likes_and_keeps_them(matrices):
+    before = matrices.detach().clone() if isinstance(matrices, torch.Tensor) else np.array(matrices, copy=True)
+    fig = show_heatmaps(matrices)
+    assert len(_panels(fig)) == 1
+    after = matrices.detach() if isinstance(matrices, torch.Tensor) else np.asarray(matrices)
+    np.testing.assert_array_equal(np.asarray(after), np.asarray(before))
+
+
+@pytest.mark.parametrize(
+    "matrices, kwargs, match",
+    [
+        (_rand(3, 4), {"xticklabels": ["a", "b"]}, r"xticklabels must hold 4 labels \(one per key\), got 2"),
+        (
+            _rand(3, 4),
+            {"yticklabels": ["a", "b", "c", "d"]},
+            r"yticklabels must hold 3 labels \(one per query\), got 4",
+        ),
+        (_rand(2, 2, 3, 4), {"titles": ["a", "b", "c"]}, r"titles must hold 4 titles \(one per panel\), got 3"),
+        (_rand(4), {}, r"matrices must have shape \(Q, K\), \(P, Q, K\) or \(R, C, Q, K\).*got shape \(4,\)"),
+        (_rand(1, 1, 1, 2, 2), {}, r"matrices must have shape .*got shape \(1, 1, 1, 2, 2\)"),
+        (_rand(2, 0, 3), {}, r"no empty axis, got shape \(2, 0, 3\)"),
+        (torch.tensor([[0.5, float("nan")]]), {}, r"matrices must be finite"),
+    ],
+)
+def test_show_heatmaps_error_messages(matrices, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        show_heatmaps(matrices, **kwargs)
+
+
+# ----------------------------------------------------------------------------------------------
+# plot_regression, plot_kernels, plot_query_weights, plot_nw_fit
+# ----------------------------------------------------------------------------------------------
+
+
+def test_plot_regression_draws_data_prediction_and_truth(call_unmodified):
+    d = _small_data()
+    y_pred = torch.zeros_like(d.x_test)
+    fig = call_unmodified(plot_regression, d.x_train, d.y_train, d.x_test, y_pred, d.y_test, title="a fit")
+    (ax,) = fig.axes
+    assert isinstance(fig, Figure)
+    assert ax.get_xlabel() == "x" and ax.get_ylabel() == "y" and ax.get_title() == "a fit"
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    np.testing.assert_allclose(lines["truth"].get_ydata(), d.y_test.numpy())
+    np.testing.assert_allclose(lines["prediction"].get_ydata(), y_pred.numpy())
+    np.testing.assert_allclose(ax.collections[0].get_offsets(), torch.stack([d.x_train, d.y_train], 1).numpy())
+    assert {t.get_text() for t in ax.get_legend().get_texts()} >= {"truth", "prediction"}
+
+
+def test_plot_regression_without_truth_or_title():
+    d = _small_data()
+    (ax,) = plot_regression(d.x_train, d.y_train, d.x_test, d.y_test, label="NW").axes
+    assert [line.get_label() for line in ax.get_lines()] == ["NW"]
+    assert ax.get_title() == ""
+
+
+@pytest.mark.parametrize("names", [None, ["boxcar", "gaussian"]])
+def test_plot_kernels_draws_each_kernel(names):
+    fig = plot_kernels(names)
+    (ax,) = fig.axes
+    expected = list(KERNELS) if names is None else names
+    lines = ax.get_lines()
+    assert [line.get_label() for line in lines] == expected
+    for line, name in zip(lines, expected, strict=True):
+        u = torch.as_tensor(line.get_xdata(), dtype=torch.float64)
+        np.testing.assert_allclose(line.get_ydata(), KERNELS[name](u).numpy())
+    assert ax.get_xlabel() and ax.get_ylabel() == "K(u)" and ax.get_title()
+
+
+def test_plot_kernels_unknown_name():
+    with pytest.raises(ValueError, match=r"names must be kernel names from \[.*'gaussian'\], got \['cosine'\]"):
+        plot_kernels(["gaussian", "cosine"])
+
+
+def test_plot_query_weights_draws_points_bars_and_prediction():
+    keys = torch.tensor([0.0, 1.0, 2.0, 3.0])
+    values = torch.tensor([1.0, 3.0, 2.0, 5.0])
+    # boxcar, h = 1.2: the keys 0, 1, 2 lie within 1.2 of the query 1.0 -> weights 1/3 each, prediction 2
+    fig = plot_query_weights(1.0, keys, values, kernel="boxcar", bandwidth=1.2)
+    top, bottom = _panels(fig)
+    assert len(_colorbars(fig)) == 1
+    assert top.get_ylabel() and bottom.get_xlabel() and bottom.get_ylabel()
+    assert "boxcar" in top.get_title() and "1.2" in top.get_title()
+    np.testing.assert_allclose([bar.get_height() for bar in bottom.patches], [1 / 3, 1 / 3, 1 / 3, 0.0], rtol=1e-6)
+    np.testing.assert_allclose([bar.get_x() + bar.get_width() / 2 for bar in bottom.patches], keys.numpy())
+    star = [line for line in top.get_lines() if line.get_marker() == "*"][0]
+    assert star.get_xdata()[0] == pytest.approx(1.0) and star.get_ydata()[0] == pytest.approx(2.0)
+    np.testing.assert_allclose(top.collections[0].get_array(), [1 / 3, 1 / 3, 1 / 3, 0.0], rtol=1e-6)
+
+
+def test_plot_query_weights_gaussian_matches_nadaraya_watson(call_unmodified):
+    d = _small_data()
+    fig = call_unmodified(plot_query_weights, 2.0, d.x_train, d.y_train, "gaussian", 0.5)
+    _, bottom = _panels(fig)
+    pred, weights = nadaraya_watson(torch.tensor([2.0], dtype=torch.float64), d.x_train, d.y_train, "gaussian", 0.5)
+    np.testing.assert_allclose([bar.get_height() for bar in bottom.patches], weights[0].numpy())
+
+
+def test_plot_query_weights_mismatched_lengths():
+    with pytest.raises(ValueError, match=r"values\.shape\[0\] must be 3.*got values of shape \(2,\)"):
+        plot_query_weights(0.5, torch.zeros(3), torch.zeros(2))
+
+
+def test_plot_nw_fit_draws_the_fit_and_the_weights(call_unmodified):
+    d = _small_data()
+    x_shuffled = d.x_train.flip(0)  # unsorted keys are sorted inside
+    y_shuffled = d.y_train.flip(0)
+    fig = call_unmodified(plot_nw_fit, x_shuffled, y_shuffled, d.x_test, d.y_test, kernel="epanechnikov", bandwidth=0.8)
+    left, right = _panels(fig)
+    assert len(_colorbars(fig)) == 1
+    pred, weights = nadaraya_watson(d.x_test, d.x_train, d.y_train, "epanechnikov", 0.8)  # x_train is sorted
+    lines = {line.get_label(): line for line in left.get_lines()}
+    np.testing.assert_allclose(lines["Nadaraya-Watson"].get_ydata(), pred.numpy())
+    mesh = _mesh(right)
+    np.testing.assert_allclose(np.asarray(mesh.get_array()).reshape(weights.shape), weights.numpy())
+    assert mesh.get_clim()[0] == 0
+    assert "epanechnikov" in left.get_title() and "0.8" in left.get_title()
+    for ax in (left, right):
+        assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
+
+
+# ----------------------------------------------------------------------------------------------
+# Every helper: draws on given axes, returns the Figure, no plt.show(), no global settings
+# ----------------------------------------------------------------------------------------------
+
+_D = _small_data()
+HELPERS = {
+    "show_heatmaps": (lambda **kw: show_heatmaps(_rand(3, 4), **kw), 1, "ax"),
+    "plot_regression": (lambda **kw: plot_regression(_D.x_train, _D.y_train, _D.x_test, _D.y_test, **kw), 1, "ax"),
+    "plot_kernels": (lambda **kw: plot_kernels(**kw), 1, "ax"),
+    "plot_query_weights": (lambda **kw: plot_query_weights(1.0, _D.x_train, _D.y_train, **kw), 2, "axes"),
+    "plot_nw_fit": (lambda **kw: plot_nw_fit(_D.x_train, _D.y_train, _D.x_test, _D.y_test, **kw), 2, "axes"),
+}
+
+
+@pytest.mark.parametrize("name", HELPERS)
+def test_helper_returns_a_figure_without_show_or_global_changes(name, monkeypatch):
+    draw, _, _ = HELPERS[name]
+
+    def forbidden_show(*args, **kwargs):
+        raise AssertionError("plot helpers must not call plt.show()")
+
+    monkeypatch.setattr(plt, "show", forbidden_show)
+    before = dict(matplotlib.rcParams)
+    fig = draw()
+    assert isinstance(fig, Figure)
+    assert dict(matplotlib.rcParams) == before
+    panels = _panels(fig)
+    assert all(ax.get_xlabel() or ax.get_ylabel() for ax in panels)  # every panel is labelled
+    assert any(ax.get_xlabel() for ax in panels) and any(ax.get_ylabel() for ax in panels)
+    assert plt.get_fignums() == [fig.number]
+
+
+@pytest.mark.parametrize("name", HELPERS)
+def test_helper_draws_on_the_axes_it_is_given(name):
+    """STYLE 7 and the plotting module's docstring: every helper takes ax=None (or axes=None)."""
+    draw, n_axes, keyword = HELPERS[name]
+    fn = globals()[name]
+    assert keyword in inspect.signature(fn).parameters, f"{name} has no {keyword}= parameter"
+    fig, axes = plt.subplots(1, n_axes)
+    result = draw(**{keyword: axes})
+    assert result is fig
+    assert plt.get_fignums() == [fig.number]  # no new figure
+    for ax in np.atleast_1d(axes):
+        assert ax.has_data() and ax.get_xlabel() + ax.get_ylabel()
+
+
+def test_show_heatmaps_figure_values_match_weights_of_attention(gen):
+    """End to end: the heatmap of nadaraya_watson's weights shows exactly those weights."""
+    x = torch.rand(5, generator=gen) * 3
+    _, weights = nadaraya_watson(torch.linspace(0, 3, 4), x, x, "gaussian", 0.5)
+    (ax,) = _panels(show_heatmaps(weights))
+    assert_close(torch.as_tensor(np.asarray(_mesh(ax).get_array()), dtype=torch.float32).reshape(4, 5), weights)

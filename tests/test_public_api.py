@@ -1,0 +1,105 @@
+"""The public face of attn_course: __all__, docstrings, and a silent import."""
+
+import dataclasses
+import importlib
+import inspect
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import attn_course
+
+SUBMODULES = ["kernels", "masking", "scoring", "layers", "plotting", "widgets", "data", "checks"]
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _public_objects():
+    """(qualified name, object) for every name in the package's and the submodules' __all__."""
+    seen = {}
+    for name in attn_course.__all__:
+        seen[f"attn_course.{name}"] = getattr(attn_course, name)
+    for mod_name in SUBMODULES:
+        module = importlib.import_module(f"attn_course.{mod_name}")
+        for name in module.__all__:
+            seen[f"attn_course.{mod_name}.{name}"] = getattr(module, name)
+    return sorted(seen.items())
+
+
+@pytest.mark.parametrize("name", attn_course.__all__)
+def test_every_name_in_all_exists(name):
+    assert hasattr(attn_course, name)
+    assert getattr(attn_course, name) is not None
+
+
+def test_all_has_no_duplicates_and_star_import_gives_exactly_all():
+    assert len(attn_course.__all__) == len(set(attn_course.__all__))
+    namespace = {}
+    exec("from attn_course import *", namespace)
+    assert set(namespace) - {"__builtins__"} == set(attn_course.__all__)
+
+
+@pytest.mark.parametrize("mod_name", SUBMODULES)
+def test_submodule_all_names_exist(mod_name):
+    module = importlib.import_module(f"attn_course.{mod_name}")
+    assert module.__doc__ and module.__doc__.strip()
+    missing = [name for name in module.__all__ if not hasattr(module, name)]
+    assert not missing
+
+
+@pytest.mark.parametrize(
+    "qualname, obj",
+    [p for p in _public_objects() if callable(p[1]) or inspect.ismodule(p[1])],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_every_public_function_class_and_module_has_a_docstring(qualname, obj):
+    doc = inspect.getdoc(obj) if not inspect.isclass(obj) else obj.__doc__
+    assert doc and doc.strip(), f"{qualname} has no docstring"
+    if inspect.isclass(obj) and dataclasses.is_dataclass(obj):
+        generated = obj.__name__ + str(inspect.signature(obj)).replace(" -> None", "")
+        assert doc != generated, f"{qualname} only has the docstring dataclasses generates: {doc!r}"
+
+
+@pytest.mark.parametrize("name", attn_course.__all__)
+def test_every_public_name_is_exercised_by_a_module_test(name):
+    """Each name of __all__ appears in at least one of the per-module test files."""
+    sources = [p.read_text() for p in Path(__file__).parent.glob("test_*.py") if p.name != Path(__file__).name]
+    assert any(re.search(rf"\b{re.escape(name)}\b", text) for text in sources), f"no test uses {name}"
+
+
+def test_version_matches_pyproject():
+    import tomllib
+
+    assert attn_course.__version__ == tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+
+
+def test_import_is_silent_and_has_no_side_effects(tmp_path):
+    """A fresh interpreter: importing prints nothing, opens no figure, leaves RNG and rcParams alone."""
+    code = textwrap.dedent(
+        """
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import torch
+        torch.manual_seed(0)
+        rng = torch.get_rng_state()
+        rc = dict(matplotlib.rcParams)
+        import attn_course  # the import under test
+        problems = []
+        if plt.get_fignums():
+            problems.append("figures opened")
+        if not torch.equal(torch.get_rng_state(), rng):
+            problems.append("global torch RNG used")
+        if dict(matplotlib.rcParams) != rc:
+            problems.append("rcParams changed")
+        open(r"{out}", "w").write("\\n".join(problems))
+        """
+    ).format(out=tmp_path / "problems.txt")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == ""
+    assert result.stderr == ""
+    assert (tmp_path / "problems.txt").read_text() == ""
