@@ -3,8 +3,11 @@
 Every notebook imports it; each module covers one idea, in course order:
 
 * ``kernels``   Nadaraya-Watson attention pooling, kernels, the Lagrange basis (notebooks 01-02)
+* ``interpolation``  Lagrange interpolation against Nadaraya-Watson (notebook 02)
 * ``masking``   valid lengths, boolean masks, the masked softmax (notebooks 03, 05)
 * ``scoring``   scaled dot-product and additive scores, attention pooling over batches (notebook 03)
+* ``scaling``   why scores are divided by sqrt(D): variance and softmax saturation (notebook 03)
+* ``cost``      time and memory of attention as the sizes grow (notebook 03, benchmarks)
 * ``layers``    ``nn.Module`` wrappers that keep their last ``attention_weights``
 * ``plotting``  heatmaps and the figures of the notebooks
 * ``widgets``   slider panels around the plotting functions
@@ -14,17 +17,22 @@ Every notebook imports it; each module covers one idea, in course order:
 Axis names, used in every docstring and shape comment:
 
     B  batch size              Q  number of queries      K  number of keys (= values)
-    D  query and key size      V  value size             H  hidden units (or heads)
+    D  query and key size      V  value size             H  number of heads
+    Dq, Dk  query size and key size where they differ (additive attention)
+    U  hidden units of an MLP  X  evaluation points      N  interpolation nodes
 
 Masks are boolean, ``True`` where a query may attend. Every function keeps the floating
 dtype it is given and never modifies its inputs in place.
 """
 
 from . import checks, data
+from .cost import attention_cost, loglog_slope, time_call
+from .interpolation import curve_mean_var, plot_lagrange_basis, plot_noisy_fit, plot_weight_comparison
 from .kernels import KERNELS, boxcar, constant, epanechnikov, gaussian, lagrange_basis, nadaraya_watson
 from .layers import AdditiveAttention, DotProductAttention, NWKernelRegression
 from .masking import masked_softmax, sequence_mask
 from .plotting import plot_kernels, plot_nw_fit, plot_query_weights, plot_regression, show_heatmaps
+from .scaling import dot_product_variance, mean_entropy, plot_saturation, softmax_entropy
 from .scoring import additive_scores, attention_pooling, dot_product_scores, scaled_dot_product_attention
 from .widgets import slider_panel
 
@@ -36,23 +44,34 @@ __all__ = [
     "DotProductAttention",
     "NWKernelRegression",
     "additive_scores",
+    "attention_cost",
     "attention_pooling",
     "boxcar",
     "checks",
     "constant",
+    "curve_mean_var",
     "data",
     "dot_product_scores",
+    "dot_product_variance",
     "epanechnikov",
     "gaussian",
     "lagrange_basis",
+    "loglog_slope",
     "masked_softmax",
+    "mean_entropy",
     "nadaraya_watson",
     "plot_kernels",
+    "plot_lagrange_basis",
+    "plot_noisy_fit",
     "plot_nw_fit",
     "plot_query_weights",
     "plot_regression",
+    "plot_saturation",
+    "plot_weight_comparison",
     "scaled_dot_product_attention",
     "sequence_mask",
     "show_heatmaps",
     "slider_panel",
+    "softmax_entropy",
+    "time_call",
 ]

@@ -1,12 +1,14 @@
 """Data of the course, made in code (nothing is downloaded).
 
 * ``toy_regression``: the seeded 1-D regression set of notebook 01.
-* ``lagrange_points``: the ten data points of notebook 02 (from the seed on Lagrange interpolation).
+* ``lagrange_points``: the ten data points of notebook 02 (from the seed on Lagrange interpolation);
+  ``noisy_samples``: evenly spaced noisy samples for its noise experiment.
 * ``three_token_example``: the worked self-attention example of notebook 04.
 """
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import torch
@@ -15,6 +17,7 @@ __all__ = [
     "true_function",
     "RegressionData",
     "toy_regression",
+    "noisy_samples",
     "lagrange_points",
     "ThreeTokenExample",
     "three_token_example",
@@ -70,6 +73,31 @@ def toy_regression(
     y_train = true_function(x_train) + noise * torch.randn(n_train, generator=gen, dtype=torch.float64)
     x_test = torch.arange(0, x_max, step, dtype=torch.float64)
     return RegressionData(*(t.to(dtype) for t in (x_train, y_train, x_test, true_function(x_test))))
+
+
+def noisy_samples(
+    n: int = 10,
+    noise: float = 0.3,
+    x_min: float = 0.0,
+    x_max: float = 5.0,
+    seed: int = 0,
+    dtype: torch.dtype = torch.float64,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` evenly spaced x in [x_min, x_max] and ``true_function(x)`` plus Gaussian noise.
+
+    Evenly spaced nodes are where polynomial interpolation oscillates most (Runge's phenomenon).
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+        raise ValueError(f"n must be an integer >= 2, got {n!r}")
+    if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not 0 <= noise < math.inf:
+        raise ValueError(f"noise must be a standard deviation >= 0, got {noise!r}")
+    if not 0 <= x_min < x_max < math.inf:
+        raise ValueError(f"need 0 <= x_min < x_max, got x_min={x_min!r}, x_max={x_max!r}")
+    _check_dtype(dtype)
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.linspace(x_min, x_max, n, dtype=torch.float64)
+    y = true_function(x) + noise * torch.randn(n, generator=gen, dtype=torch.float64)
+    return x.to(dtype), y.to(dtype)
 
 
 def lagrange_points(dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, torch.Tensor]:

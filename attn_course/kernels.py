@@ -66,11 +66,12 @@ def _log_kernel(name: str, u2: torch.Tensor) -> torch.Tensor:
     """
     if name == "gaussian":
         return -0.5 * u2
+    # Boxcar and constant logits are built from u2 (times 0) so that they stay attached to the
+    # bandwidth: learning h then gets a gradient of exactly 0 instead of an autograd error.
     if name == "constant":
-        return torch.zeros_like(u2)
-    inside = u2 <= 1
+        return 0.0 * u2
     if name == "boxcar":
-        return torch.where(inside, 0.0, -math.inf).to(u2.dtype)
+        return torch.where(u2 <= 1, 0.0 * u2, -math.inf)
     # Epanechnikov: log(1 - u^2); the inner where keeps log1p away from arguments <= -1
     # so that gradients stay finite outside the support.
     safe = torch.where(u2 < 1, u2, torch.zeros_like(u2))
@@ -96,7 +97,8 @@ def nadaraya_watson(
         keys: (K,) or (K, D), the same kind as ``queries``.
         values: (K,) or (K, V), one value per key.
         kernel: ``"gaussian"``, ``"boxcar"``, ``"epanechnikov"``, ``"constant"``, or a function
-            ``K(u)`` of the scaled distance ``u = |q - k| / h`` returning weights >= 0.
+            ``K(u)`` of the scaled distance ``u = |q - k| / h`` returning weights >= 0; where it returns
+            ``+inf`` (``|u|^-2`` at ``u = 0``, say), those keys share all of the query's weight.
         bandwidth: ``h > 0``: a number or a 0-d tensor (which may require grad).
         mask: optional bool (Q, K); ``True`` = the query may use that key. Leave-one-out
             training, for example, masks the diagonal.
@@ -146,13 +148,19 @@ def nadaraya_watson(
             raise ValueError(f"kernel must be one of {sorted(KERNELS)} or a function K(u), got {kernel!r}")
         logits = _log_kernel(kernel, dist2 / bandwidth**2)  # (Q, K)
     elif callable(kernel):
-        k_values = kernel(torch.sqrt(dist2) / bandwidth)
+        positive = dist2 > 0  # sqrt has an infinite slope at 0: keep it away for finite gradients
+        dist = torch.where(positive, torch.sqrt(torch.where(positive, dist2, 1.0)), 0.0)
+        k_values = kernel(dist / bandwidth)
         if not isinstance(k_values, torch.Tensor) or k_values.shape != dist2.shape:
             got = shape_str(k_values.shape) if isinstance(k_values, torch.Tensor) else type(k_values).__name__
             raise ValueError(f"kernel(u) must return a tensor shaped like u {shape_str(dist2.shape)}, got {got}")
-        if (k_values < 0).any() or not torch.isfinite(k_values).all():
-            raise ValueError("kernel(u) must return finite weights >= 0; got a negative or non-finite value")
+        if (k_values < 0).any() or torch.isnan(k_values).any():
+            raise ValueError("kernel(u) must return weights >= 0 (or +inf); got a negative value or NaN")
         logits = torch.log(k_values)  # log 0 = -inf: outside the support
+        infinite = torch.isposinf(k_values)  # e.g. |u|^-p at u = 0: in the limit those keys take all the weight
+        if infinite.any():
+            hit = infinite.any(-1, keepdim=True)  # (Q, 1)
+            logits = torch.where(hit, torch.where(infinite, 0.0, -math.inf).to(logits.dtype), logits)
     else:
         raise TypeError(f"kernel must be a kernel name or a function K(u), got {type(kernel).__name__}")
 

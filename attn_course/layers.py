@@ -98,7 +98,7 @@ class AdditiveAttention(nn.Module):
     Args:
         key_size: Dk, the size of each key.
         query_size: Dq, the size of each query.
-        num_hiddens: H, the hidden units of the one-hidden-layer MLP.
+        num_hiddens: U, the hidden units of the one-hidden-layer MLP.
         dropout: dropout probability on the attention weights.
 
     Called as ``(queries (B, Q, Dq), keys (B, K, Dk), values (B, K, V), valid_lens=None)``;

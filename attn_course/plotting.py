@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 import torch
+from matplotlib.colors import PowerNorm
 from matplotlib.figure import Figure
 
 from .kernels import KERNELS, nadaraya_watson
@@ -158,7 +159,14 @@ def plot_regression(
     label: str = "prediction",
     figsize=(5.5, 3.2),
 ) -> Figure:
-    """Training points, the prediction at the test inputs, and (optionally) the true curve."""
+    """Training points, the prediction at the test inputs, and (optionally) the true curve.
+
+    Args:
+        x_train, y_train: (n,) training inputs and targets (tensors, arrays or lists).
+        x_test: (m,) test inputs; y_pred: (m,) the prediction there; y_true: (m,) the truth, or None.
+        ax: axes to draw on, or None for a new figure.
+        title, label: the axes' title and the prediction's legend label.
+    """
     fig, ax = _new_axes(ax, figsize)
     if y_true is not None:
         ax.plot(_np(x_test), _np(y_true), color="0.3", linestyle="--", linewidth=1.2, label="truth")
@@ -168,7 +176,7 @@ def plot_regression(
     ax.set_ylabel("y")
     if title:
         ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8, loc="upper right")
+    ax.legend(fontsize=8, loc="best")
     return fig
 
 
@@ -200,6 +208,7 @@ def plot_query_weights(
         kernel, bandwidth: as in ``nadaraya_watson``.
         axes: two axes (top: data, bottom: weights) sharing x, or None.
     """
+    keys, values = torch.as_tensor(keys), torch.as_tensor(values)
     prediction, weights = nadaraya_watson(
         torch.tensor([float(query)], dtype=keys.dtype), keys, values, kernel, bandwidth
     )
@@ -230,7 +239,7 @@ def plot_query_weights(
         label=f"prediction f({query:.2f}) = {pred:.2f}",
     )
     top.set_ylabel("value y_i")
-    top.legend(fontsize=8, loc="upper right")
+    top.legend(fontsize=8, loc="best")
     top.figure.colorbar(points, ax=list(axes), label="weight", shrink=0.9)  # one bar keeps both x axes aligned
     bottom.bar(keys, weights, width=0.06, color="C3")
     bottom.axvline(query, color="C0", linewidth=1)
@@ -250,7 +259,18 @@ def plot_nw_fit(
     axes=None,
     figsize=(10.0, 3.6),
 ) -> Figure:
-    """Nadaraya-Watson fit (left) and its attention weights, queries by sorted keys (right)."""
+    """Nadaraya-Watson fit (left) and its attention weights, queries by keys (right).
+
+    The heatmap places every key at its real x (and every query at its real x), and uses one fixed colour
+    scale from 0 to 1 (square-root stretched) so that pictures for different bandwidths can be compared.
+
+    Args:
+        x_train, y_train: (n,) training inputs (keys) and targets (values); x_train need not be sorted.
+        x_test: (m,) test inputs (queries), increasing; y_true: (m,) the truth there, or None.
+        kernel, bandwidth: as in ``nadaraya_watson``.
+        axes: two axes (fit, heatmap), or None for a new figure.
+    """
+    x_train, y_train, x_test = (torch.as_tensor(t) for t in (x_train, y_train, x_test))
     order = torch.argsort(x_train)
     keys, values = x_train[order], y_train[order]
     y_pred, weights = nadaraya_watson(x_test, keys, values, kernel, bandwidth)
@@ -268,10 +288,11 @@ def plot_nw_fit(
         label="Nadaraya-Watson",
     )
     # Cells drawn at the real positions: key i spans the midpoints to its neighbours.
-    image = axes[1].pcolormesh(_edges(_np(keys)), _edges(_np(x_test)), _np(weights), cmap="Reds", vmin=0)
+    norm = PowerNorm(gamma=0.5, vmin=0.0, vmax=1.0)
+    image = axes[1].pcolormesh(_edges(_np(keys)), _edges(_np(x_test)), _np(weights), cmap="Reds", norm=norm)
     axes[1].invert_yaxis()  # queries top to bottom, as in show_heatmaps
     axes[1].set_xlabel("training input x_i (key)")
     axes[1].set_ylabel("test input x (query)")
-    axes[1].set_title("Attention weights", fontsize=10)
+    axes[1].set_title("Attention weights (keys at their real x)", fontsize=10)
     fig.colorbar(image, ax=axes[1], label="weight")
     return fig

@@ -18,7 +18,6 @@ from ._validate import require_float, require_rank, require_same_dtype, shape_st
 from .masking import masked_softmax
 
 __all__ = [
-    "check_qkv",
     "attention_pooling",
     "dot_product_scores",
     "additive_scores",
@@ -66,10 +65,10 @@ def _dot_product_scores(queries, keys, scale=True):
 
 
 def _additive_scores(queries, keys, w_q, w_k, w_v):
-    q_feat = queries @ w_q.T  # (B, Q, Dq) x (Dq, H) -> (B, Q, H)
-    k_feat = keys @ w_k.T  # (B, K, Dk) x (Dk, H) -> (B, K, H)
-    hidden = torch.tanh(q_feat.unsqueeze(2) + k_feat.unsqueeze(1))  # (B, Q, 1, H) + (B, 1, K, H) -> (B, Q, K, H)
-    return hidden @ w_v  # (B, Q, K, H) x (H,) -> (B, Q, K)
+    q_feat = queries @ w_q.T  # (B, Q, Dq) x (Dq, U) -> (B, Q, U)
+    k_feat = keys @ w_k.T  # (B, K, Dk) x (Dk, U) -> (B, K, U)
+    hidden = torch.tanh(q_feat.unsqueeze(2) + k_feat.unsqueeze(1))  # (B, Q, 1, U) + (B, 1, K, U) -> (B, Q, K, U)
+    return hidden @ w_v  # (B, Q, K, U) x (U,) -> (B, Q, K)
 
 
 def attention_pooling(
@@ -134,7 +133,8 @@ def additive_scores(
 
     Args:
         queries: (B, Q, Dq); keys: (B, K, Dk).
-        w_q: (H, Dq); w_k: (H, Dk); w_v: (H,), with H hidden units (as in ``nn.Linear.weight``).
+        w_q: (U, Dq); w_k: (U, Dk): the ``.weight`` of ``nn.Linear(Dq, U)`` and ``nn.Linear(Dk, U)``;
+        w_v: (U,), the one row of ``nn.Linear(U, 1).weight``; U is the number of hidden units.
 
     Returns:
         (B, Q, K) scores.
@@ -150,11 +150,11 @@ def additive_scores(
     for name, t in (("keys", keys), ("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
         require_float(t, name)
         require_same_dtype(t, name, queries, "queries")
-    require_rank(w_v, "w_v", (1,), "(H,)")
+    require_rank(w_v, "w_v", (1,), "(U,)")
     hidden = w_v.shape[0]
     for name, t, size, which in (("w_q", w_q, queries.shape[-1], "Dq"), ("w_k", w_k, keys.shape[-1], "Dk")):
         if t.shape != (hidden, size):
-            raise ValueError(f"{name} must have shape (H, {which}) = ({hidden}, {size}), got {shape_str(t.shape)}")
+            raise ValueError(f"{name} must have shape (U, {which}) = ({hidden}, {size}), got {shape_str(t.shape)}")
     return _additive_scores(queries, keys, w_q, w_k, w_v)
 
 

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 
 __all__ = ["slider_panel"]
 
@@ -32,6 +33,9 @@ def slider_panel(
 
     Returns:
         A ``VBox`` of the controls and the output area; it has already drawn the defaults.
+
+    Raises:
+        Whatever ``plot_fn`` raises for the default values, before any widget is built.
     """
     if not callable(plot_fn):
         raise TypeError(f"plot_fn must be a plotting function, got {type(plot_fn).__name__}")
@@ -57,6 +61,12 @@ def slider_panel(
         for control in controls.values():
             if hasattr(control, "continuous_update"):
                 control.continuous_update = False
+
+    # Draw the defaults once outside the widget first: an exception raised inside the widget's output
+    # area is shown there but swallowed, so a broken panel would otherwise pass a notebook test run.
+    first = plot_fn(**fixed, **{name: control.value for name, control in controls.items()})
+    if isinstance(first, Figure):
+        plt.close(first)
 
     def redraw(**values):
         plot_fn(**fixed, **values)

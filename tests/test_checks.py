@@ -6,14 +6,22 @@ import numpy as np
 import pytest
 import torch
 
-from attn_course import checks
+from attn_course import checks, lagrange_basis, nadaraya_watson
 from attn_course.checks import (
     Feedback,
+    check_bmm_shape,
+    check_convex_bound,
+    check_distance_scores,
+    check_dot_variance,
     check_epanechnikov,
+    check_lagrange_weight,
     check_leave_one_out_mask,
+    check_nearest_neighbour_limit,
     check_nw_weights,
     check_pooling_limit,
+    check_scaled_scores,
 )
+from attn_course.data import lagrange_points
 
 
 def assert_correct(feedback):
@@ -37,8 +45,29 @@ def test_feedback_truthiness_and_repr():
 
 
 def test_every_check_function_is_covered_here():
-    public = {name for name in checks.__all__ if name.startswith("check_")}
-    assert public == {"check_nw_weights", "check_pooling_limit", "check_epanechnikov", "check_leave_one_out_mask"}
+    """Each public check has a right-answer test and a hints test in this file."""
+    public = sorted(name for name in checks.__all__ if name.startswith("check_"))
+    assert {
+        "check_nw_weights",
+        "check_pooling_limit",
+        "check_epanechnikov",
+        "check_leave_one_out_mask",
+        "check_lagrange_weight",
+        "check_nearest_neighbour_limit",
+        "check_convex_bound",
+        "check_scaled_scores",
+        "check_dot_variance",
+        "check_distance_scores",
+        "check_bmm_shape",
+    } <= set(public)
+    tests = {name for name, obj in globals().items() if name.startswith("test_") and callable(obj)}
+    missing = [
+        f"test_{name}_{kind}"
+        for name in public
+        for kind in ("right_answer", "hints")
+        if f"test_{name}_{kind}" not in tests
+    ]
+    assert not missing, f"checks without tests: {missing}"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -199,3 +228,394 @@ def test_check_leave_one_out_mask_right_answer(n):
 )
 def test_check_leave_one_out_mask_hints(mask, words):
     assert_hint(check_leave_one_out_mask(mask), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_lagrange_weight: l_5(3.5) for the ten points of notebook 02
+# ----------------------------------------------------------------------------------------------
+
+X_POINTS = [1.1, 1.5, 2.0, 3.1, 4.2, 4.3, 4.6, 5.1, 7.1, 8.3]
+Y_POINTS = [2.4, 3.0, 1.1, 4.5, 3.6, 2.2, 1.0, 5.6, 3.7, 0.2]
+
+
+def _basis(i, x):
+    """l_i(x) with 0-based i, by a plain Python product over the other nodes."""
+    value = 1.0
+    for j, xj in enumerate(X_POINTS):
+        if j != i:
+            value *= (x - xj) / (X_POINTS[i] - xj)
+    return value
+
+
+L5 = _basis(4, 3.5)  # the fifth point, x_5 = 4.2
+
+
+def test_the_ten_points_are_those_of_the_data_module():
+    x, y = lagrange_points()
+    assert x.tolist() == X_POINTS and y.tolist() == Y_POINTS
+    assert L5 == pytest.approx(8.0819, abs=1e-4)  # large: Lagrange weights are not bounded by 1
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        L5,
+        torch.tensor(L5, dtype=torch.float64),
+        np.float64(L5),
+        lagrange_basis(torch.tensor([3.5], dtype=torch.float64), lagrange_points()[0])[0, 4],
+    ],
+    ids=["float", "tensor", "numpy", "lagrange_basis"],
+)
+def test_check_lagrange_weight_right_answer(answer):
+    feedback = check_lagrange_weight(answer)
+    assert_correct(feedback)
+    assert "8.0819" in repr(feedback) and "x_5 = 4.2" in repr(feedback)
+
+
+def _float32_loop():
+    nodes = torch.tensor(X_POINTS)  # float32, torch's default
+    value = torch.tensor(1.0)
+    for j in range(10):
+        if j != 4:
+            value = value * (3.5 - nodes[j]) / (nodes[4] - nodes[j])
+    return value
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [_float32_loop(), lagrange_basis(torch.tensor([3.5]), lagrange_points(torch.float32)[0])[0, 4]],
+    ids=["loop", "lagrange_basis"],
+)
+def test_check_lagrange_weight_accepts_a_float32_computation(answer):
+    """A right computation in float32 (torch.tensor's default) is right, as in check_nw_weights."""
+    assert answer.dtype == torch.float32
+    assert abs(float(answer) - L5) < 1e-4 * L5  # right to float32 rounding, which 4.2 - 4.3 amplifies
+    assert_correct(check_lagrange_weight(answer))
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None", "l_5(3.5)"]),
+        ("eight", ["one number", "str"]),
+        ([L5, L5], ["one number", "list"]),
+        (torch.tensor([L5, L5]), ["one number", "Tensor"]),
+        (_basis(3, 3.5), ["off by one", "x_5 = 4.2", "index 4"]),
+        (_basis(5, 3.5), ["off by one", "x_5 = 4.2", "index 4"]),
+        (1 / L5, ["upside down", "x - x_j on top"]),
+        (-L5, ["multiply (3.5 - x_j) / (x_5 - x_j)"]),
+        (8.0, ["multiply (3.5 - x_j) / (x_5 - x_j)"]),
+        (1.0, ["multiply (3.5 - x_j) / (x_5 - x_j)"]),
+    ],
+    ids=["none", "str", "list", "tensor-2", "l_4", "l_6", "reciprocal", "sign", "rounded", "one"],
+)
+def test_check_lagrange_weight_hints(answer, words):
+    assert_hint(check_lagrange_weight(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_nearest_neighbour_limit: h -> 0 at x = 6.0 gives the value of the nearest point, x = 5.1
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("answer", [5.6, torch.tensor(5.6), torch.tensor(5.6, dtype=torch.float64), np.float64(5.6)])
+def test_check_nearest_neighbour_limit_right_answer(answer):
+    feedback = check_nearest_neighbour_limit(answer)
+    assert_correct(feedback)
+    assert "x = 5.1" in repr(feedback) and "5.6" in repr(feedback)
+
+
+def test_check_nearest_neighbour_limit_agrees_with_a_tiny_bandwidth():
+    x, y = lagrange_points()
+    pred, _ = nadaraya_watson(torch.tensor([6.0], dtype=torch.float64), x, y, "gaussian", 1e-3)
+    assert_correct(check_nearest_neighbour_limit(pred[0]))
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None"]),
+        ("5.6 or so", ["one number", "str"]),
+        ([5.6], ["one number", "list"]),
+        (3.7, ["0.9 from x = 5.1", "1.1 from x = 7.1", "nearest"]),
+        (sum(Y_POINTS) / 10, ["h -> infinity", "average pooling"]),
+        (torch.tensor(Y_POINTS).mean(), ["h -> infinity", "average pooling"]),
+        (4.65, ["all weight on the key", "nearest"]),
+        (0.0, ["all weight on the key", "nearest"]),
+    ],
+    ids=["none", "str", "list", "next-nearest", "mean", "mean-float32", "between", "zero"],
+)
+def test_check_nearest_neighbour_limit_hints(answer, words):
+    assert_hint(check_nearest_neighbour_limit(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_convex_bound: a convex combination of the y_i stays below max y_i = 5.6
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("answer", [5.6, max(Y_POINTS), torch.tensor(Y_POINTS).max(), np.float64(5.6)])
+def test_check_convex_bound_right_answer(answer):
+    feedback = check_convex_bound(answer)
+    assert_correct(feedback)
+    assert "5.6" in repr(feedback) and "convex combination" in repr(feedback)
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None"]),
+        ("max", ["one number", "str"]),
+        (np.array(Y_POINTS), ["one number", "ndarray"]),
+        (11.78, ["positive and sum to 1", "exceed the largest value"]),  # the Lagrange estimate at 3.5
+        (float("inf"), ["exceed the largest value"]),
+        (5.61, ["exceed the largest value"]),
+        (5.59, ["which y_i is largest"]),
+        (3.7, ["which y_i is largest"]),
+        (sum(Y_POINTS) / 10, ["which y_i is largest"]),
+    ],
+    ids=["none", "str", "numpy-array", "lagrange-value", "inf", "just-above", "just-below", "second-largest", "mean"],
+)
+def test_check_convex_bound_hints(answer, words):
+    assert_hint(check_convex_bound(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_scaled_scores: query [1, 2], keys [1, 0], [0, 1], [1, 1], D = 2
+# ----------------------------------------------------------------------------------------------
+
+DOTS = [1.0, 2.0, 3.0]  # q . k for the three keys: 1*1 + 2*0, 1*0 + 2*1, 1*1 + 2*1
+SCALED = [v / math.sqrt(2) for v in DOTS]  # [0.7071, 1.4142, 2.1213]
+
+
+def _scores_by_matmul(dtype):
+    q = torch.tensor([[1.0, 2.0]], dtype=dtype)  # (Q, D) = (1, 2)
+    k = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], dtype=dtype)  # (K, D) = (3, 2)
+    return q @ k.T / math.sqrt(2)  # (1, 2) x (2, 3) -> (1, 3)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        torch.tensor([SCALED]),
+        torch.tensor([SCALED], dtype=torch.float64),
+        _scores_by_matmul(torch.float32),
+        _scores_by_matmul(torch.float64),
+        torch.tensor([SCALED], requires_grad=True),
+    ],
+    ids=["float32", "float64", "matmul-float32", "matmul-float64", "requires-grad"],
+)
+def test_check_scaled_scores_right_answer(answer):
+    feedback = check_scaled_scores(answer)
+    assert_correct(feedback)
+    assert "[0.7071, 1.4142, 2.1213]" in repr(feedback)
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None", "(1, 3) tensor"]),
+        ([SCALED], ["torch.Tensor", "list"]),
+        (np.array([SCALED]), ["torch.Tensor", "ndarray"]),
+        (torch.tensor(SCALED), ["expected shape (1, 3)", "got (3,)"]),
+        (torch.tensor([SCALED, SCALED]), ["expected shape (1, 3)", "got (2, 3)"]),
+        (torch.tensor([[v] for v in SCALED]), ["transposed", "q @ k.T"]),
+        (torch.tensor([[1, 2, 3]]), ["floating-point", "torch.int64"]),
+        (torch.tensor([DOTS]), ["plain dot products", "sqrt(D)"]),
+        (torch.tensor([[v / 2 for v in DOTS]]), ["square root of D, not by D"]),
+        (_softmax(SCALED).unsqueeze(0), ["these are the weights", "into the softmax"]),
+        (torch.tensor([[-v for v in SCALED]]), ["(query . key) / sqrt(D)", "D = 2"]),
+        (torch.zeros(1, 3), ["(query . key) / sqrt(D)"]),
+    ],
+    ids=[
+        "none",
+        "list",
+        "numpy",
+        "1-D",
+        "two-rows",
+        "transposed",
+        "integer",
+        "plain-dots",
+        "divided-by-d",
+        "softmax-weights",
+        "sign",
+        "zeros",
+    ],
+)
+def test_check_scaled_scores_hints(answer, words):
+    assert_hint(check_scaled_scores(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_dot_variance: Var(q . k) = 64 for D = 64 independent products of variance 1
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [64, 64.0, torch.tensor(64.0), torch.tensor(64), np.float64(64.0), np.int64(64), sum([1.0] * 64)],
+    ids=["int", "float", "tensor", "int-tensor", "numpy-float", "numpy-int", "sum-of-ones"],
+)
+def test_check_dot_variance_right_answer(answer):
+    feedback = check_dot_variance(answer)
+    assert_correct(feedback)
+    assert "64" in repr(feedback)
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None"]),
+        ("sixty-four", ["one number", "str"]),
+        ([64.0], ["one number", "list"]),
+        (torch.tensor([64.0, 64.0]), ["one number", "Tensor"]),
+        (8, ["standard deviation", "variance"]),
+        (torch.tensor(8.0), ["standard deviation"]),
+        (1.0, ["after dividing by sqrt(D)"]),
+        (32.0, ["how do variances of independent terms combine"]),
+        (64.0**2, ["how do variances of independent terms combine"]),
+        (0, ["how do variances of independent terms combine"]),
+    ],
+    ids=["none", "str", "list", "tensor-2", "sqrt", "sqrt-tensor", "after-scaling", "half", "squared", "zero"],
+)
+def test_check_dot_variance_hints(answer, words):
+    assert_hint(check_dot_variance(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_distance_scores: scores whose softmax is softmax(-|q - k|^2 / 2), queries (2, 3, 4), keys (2, 5, 4)
+# ----------------------------------------------------------------------------------------------
+
+
+def _distance_scores_bmm(queries, keys):
+    # -|q - k|^2 / 2 = q . k - |k|^2 / 2 - |q|^2 / 2, and the last term is the same for every key
+    dots = torch.bmm(queries, keys.transpose(1, 2))  # (B, Q, D) x (B, D, K) -> (B, Q, K)
+    return dots - (keys**2).sum(-1).unsqueeze(1) / 2  # (B, Q, K) - (B, 1, K)
+
+
+def _distance_scores_full(queries, keys):
+    diff = queries.unsqueeze(2) - keys.unsqueeze(1)  # (B, Q, 1, D) - (B, 1, K, D) -> (B, Q, K, D)
+    return -(diff**2).sum(-1) / 2  # (B, Q, K)
+
+
+def _distance_scores_float32(queries, keys):
+    return _distance_scores_bmm(queries.float(), keys.float())
+
+
+def _distance_scores_in_place(queries, keys):
+    dots = torch.bmm(queries, keys.transpose(1, 2))  # (B, Q, K)
+    keys.pow_(2)  # squares the keys it was given: the check must compare against its own copy
+    return dots - keys.sum(-1).unsqueeze(1) / 2
+
+
+def _plain_dots(queries, keys):
+    return torch.bmm(queries, keys.transpose(1, 2))  # (B, Q, K)
+
+
+def _query_norm_instead(queries, keys):
+    return _plain_dots(queries, keys) - (queries**2).sum(-1).unsqueeze(2) / 2  # (B, Q, K) - (B, Q, 1)
+
+
+def _bmm_without_transpose(queries, keys):
+    return torch.bmm(queries, keys)  # (B, Q, D) x (B, K, D): the sizes do not fit
+
+
+def _raises(*args):
+    raise ZeroDivisionError("oops")
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [_distance_scores_bmm, _distance_scores_full, _distance_scores_float32, _distance_scores_in_place],
+    ids=["bmm", "full-distance", "float32", "in-place"],
+)
+def test_check_distance_scores_right_answer(fn):
+    feedback = check_distance_scores(fn)
+    assert_correct(feedback)
+    assert "|k|^2 / 2" in repr(feedback)
+
+
+@pytest.mark.parametrize(
+    "fn, words",
+    [
+        (None, ["replace None", "function of (queries, keys)"]),
+        (torch.zeros(2, 3, 5), ["expected a function of (queries, keys)", "Tensor"]),
+        (_raises, ["raised ZeroDivisionError", "oops"]),
+        (_bmm_without_transpose, ["raised RuntimeError", "queries (2, 3, 4) and keys (2, 5, 4)"]),
+        (lambda q, k: _distance_scores_bmm(q, k).tolist(), ["torch.Tensor", "list"]),
+        (lambda q, k: (_distance_scores_bmm(q, k), None), ["torch.Tensor", "tuple"]),
+        (lambda q, k: _distance_scores_bmm(q, k)[0], ["expected shape (2, 3, 5)", "got (3, 5)"]),
+        (lambda q, k: _distance_scores_bmm(q, k).transpose(1, 2), ["expected shape (2, 3, 5)", "got (2, 5, 3)"]),
+        (_plain_dots, ["plain dot-product attention", "squared key norms"]),
+        (_query_norm_instead, ["plain dot-product attention"]),  # the query's norm cancels in the softmax
+        (lambda q, k: 2 * _distance_scores_full(q, k), ["expand -|q - k|^2 / 2", "from key to key"]),
+        (lambda q, k: -_distance_scores_full(q, k), ["expand -|q - k|^2 / 2"]),
+        (lambda q, k: _plain_dots(q, k) / 2, ["expand -|q - k|^2 / 2"]),  # scaled dot product, D = 4
+    ],
+    ids=[
+        "none",
+        "not-callable",
+        "raises",
+        "bmm-shapes",
+        "list",
+        "tuple",
+        "no-batch",
+        "transposed",
+        "plain-dots",
+        "query-norm",
+        "missing-half",
+        "sign",
+        "scaled-dots",
+    ],
+)
+def test_check_distance_scores_hints(fn, words):
+    assert_hint(check_distance_scores(fn), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_bmm_shape: torch.bmm of (2, 3, 4) and (2, 4, 6)
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        (2, 3, 6),
+        [2, 3, 6],
+        torch.Size([2, 3, 6]),
+        torch.bmm(torch.zeros(2, 3, 4), torch.zeros(2, 4, 6)).shape,
+        np.array([2, 3, 6]),
+        torch.tensor([2, 3, 6]),
+    ],
+    ids=["tuple", "list", "size", "bmm", "numpy", "tensor"],
+)
+def test_check_bmm_shape_right_answer(answer):
+    feedback = check_bmm_shape(answer)
+    assert_correct(feedback)
+    assert "(3, 6)" in repr(feedback)
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None"]),
+        ((3, 6), ["keeps the batch axis in front"]),
+        ((2, 4, 4), ["shared size 4 disappears"]),
+        ((2, 3, 4, 6), ["shared size 4 disappears"]),
+        (6, ["expected a shape", "int"]),
+        ("2 x 3 x 6", ["expected a shape", "str"]),
+        (torch.tensor(6), ["expected a shape", "Tensor"]),
+        ((2, 6, 3), ["for each of the 2 batch elements", "(3, 4) matrix by a (4, 6)"]),
+        ((6, 3, 2), ["for each of the 2 batch elements"]),
+        ((2, 3), ["for each of the 2 batch elements"]),
+    ],
+    ids=["none", "no-batch", "shared-size", "all-sizes", "int", "str", "0-d-tensor", "swapped", "reversed", "short"],
+)
+def test_check_bmm_shape_hints(answer, words):
+    assert_hint(check_bmm_shape(answer), *words)
+
+
+@pytest.mark.parametrize("answer", [(2.9, 3.1, 6.7), (2.5, 3, 6), "236"], ids=["fractions", "one-fraction", "str"])
+def test_check_bmm_shape_does_not_round_a_wrong_answer_to_the_right_one(answer):
+    """int() truncates 2.9 to 2 and reads "236" digit by digit: these are not the shape (2, 3, 6)."""
+    assert_hint(check_bmm_shape(answer))

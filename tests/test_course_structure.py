@@ -69,6 +69,19 @@ def test_small_on_disk(path):
     assert path.stat().st_size < 3_000_000
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_stored_slider_figures_have_no_errors(path):
+    """nbval does not compare widget outputs, so check the stored ones: each drew a figure, none failed."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    state = nb["metadata"].get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    areas = [m["state"].get("outputs", []) for m in state.values() if m["model_name"] == "OutputModel"]
+    sliders = sum("slider_panel(" in source(c) for c in cells(path, "code"))
+    assert len(areas) == sliders, f"{len(areas)} stored widget output areas for {sliders} slider panels"
+    for outputs in areas:
+        assert [o["output_type"] for o in outputs] == ["display_data"], outputs
+        assert "image/png" in outputs[0]["data"]
+
+
 def test_navigation_links_are_current():
     result = subprocess.run(
         [sys.executable, str(ROOT / "tools" / "nbnav.py"), "--check"], capture_output=True, text=True

@@ -10,6 +10,7 @@ from attn_course.data import (
     RegressionData,
     ThreeTokenExample,
     lagrange_points,
+    noisy_samples,
     three_token_example,
     toy_regression,
     true_function,
@@ -105,6 +106,111 @@ def test_toy_regression_noise():
 def test_toy_regression_error_messages(kwargs, error, match):
     with pytest.raises(error, match=match):
         toy_regression(**kwargs)
+
+
+# ----------------------------------------------------------------------------------------------
+# noisy_samples
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n, x_min, x_max", [(10, 0.0, 5.0), (2, 1.0, 3.0), (5, 0.5, 1.5)])
+def test_noisy_samples_x_is_evenly_spaced(n, x_min, x_max):
+    x, y = noisy_samples(n, 0.3, x_min, x_max)
+    assert x.shape == y.shape == (n,)
+    assert_close(x, torch.linspace(x_min, x_max, n, dtype=torch.float64))
+    assert x[0] == x_min and x[-1] == x_max
+    assert_close(x.diff(), torch.full((n - 1,), (x_max - x_min) / (n - 1), dtype=torch.float64))
+
+
+def test_noisy_samples_hand_values_without_noise():
+    x, y = noisy_samples(3, 0.0, 0.0, 2.0)  # x = 0, 1, 2
+    assert x.tolist() == [0.0, 1.0, 2.0]
+    assert_close(y, torch.tensor([0.0, 2 * math.sin(1.0) + 1.0, 2 * math.sin(2.0) + 2**0.8], dtype=torch.float64))
+
+
+def test_noisy_samples_without_noise_lie_on_the_true_function():
+    x, y = noisy_samples(25, noise=0.0, x_max=4.0, seed=3)
+    assert torch.equal(y - true_function(x), torch.zeros(25, dtype=torch.float64))
+
+
+def test_noisy_samples_noise_has_the_requested_standard_deviation():
+    x, y = noisy_samples(4000, noise=0.5, seed=1)
+    residual = y - true_function(x)
+    assert abs(float(residual.std()) - 0.5) < 0.05
+    assert abs(float(residual.mean())) < 0.05
+    # the noise scales linearly: the same seed with twice the noise gives twice the residual
+    _, y2 = noisy_samples(4000, noise=1.0, seed=1)
+    assert_close(y2 - true_function(x), 2 * residual)
+
+
+def test_noisy_samples_is_deterministic_for_a_seed_and_differs_across_seeds():
+    x_a, y_a = noisy_samples(seed=7)
+    x_b, y_b = noisy_samples(seed=7)
+    x_c, y_c = noisy_samples(seed=8)
+    assert torch.equal(x_a, x_b) and torch.equal(y_a, y_b)
+    assert torch.equal(x_a, x_c)  # the nodes do not depend on the seed
+    assert not torch.equal(y_a, y_c)
+
+
+def test_noisy_samples_does_not_touch_the_global_rng():
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    noisy_samples(seed=123)
+    assert torch.equal(torch.rand(3), expected)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+def test_noisy_samples_dtype(dtype):
+    x, y = noisy_samples(6, dtype=dtype)
+    assert x.dtype == y.dtype == dtype
+    x64, y64 = noisy_samples(6)  # float64 by default; other dtypes are the same numbers, rounded
+    assert x64.dtype == y64.dtype == torch.float64
+    assert torch.equal(x, x64.to(dtype)) and torch.equal(y, y64.to(dtype))
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"n": 1}, ValueError, r"n must be an integer >= 2, got 1"),
+        ({"n": 0}, ValueError, r"n must be an integer >= 2, got 0"),
+        ({"n": -4}, ValueError, r"n must be an integer >= 2, got -4"),
+        ({"n": 5.0}, ValueError, r"n must be an integer >= 2, got 5\.0"),
+        ({"n": True}, ValueError, r"n must be an integer >= 2, got True"),
+        ({"n": "10"}, ValueError, r"n must be an integer >= 2, got '10'"),
+        ({"noise": -0.3}, ValueError, r"noise must be a standard deviation >= 0, got -0\.3"),
+        ({"noise": float("nan")}, ValueError, r"noise must be a standard deviation >= 0, got nan"),
+        ({"noise": True}, ValueError, r"noise must be a standard deviation >= 0, got True"),
+        ({"noise": None}, ValueError, r"noise must be a standard deviation >= 0, got None"),
+        ({"x_min": 5.0}, ValueError, r"need 0 <= x_min < x_max, got x_min=5\.0, x_max=5\.0"),
+        ({"x_min": 3.0, "x_max": 2.0}, ValueError, r"need 0 <= x_min < x_max, got x_min=3\.0, x_max=2\.0"),
+        ({"x_min": -1.0}, ValueError, r"need 0 <= x_min < x_max, got x_min=-1\.0, x_max=5\.0"),
+        ({"x_max": float("nan")}, ValueError, r"need 0 <= x_min < x_max, got x_min=0\.0, x_max=nan"),
+        ({"dtype": torch.int64}, TypeError, r"dtype must be a floating torch\.dtype.*got torch\.int64"),
+        ({"dtype": "float64"}, TypeError, r"dtype must be a floating torch\.dtype.*got 'float64'"),
+    ],
+    ids=[
+        "n-1",
+        "n-0",
+        "n-negative",
+        "n-float",
+        "n-bool",
+        "n-str",
+        "noise-negative",
+        "noise-nan",
+        "noise-bool",
+        "noise-none",
+        "x_min-equals-x_max",
+        "x_min-above-x_max",
+        "x_min-negative",
+        "x_max-nan",
+        "dtype-int",
+        "dtype-str",
+    ],
+)
+def test_noisy_samples_error_messages(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        noisy_samples(**kwargs)
 
 
 # ----------------------------------------------------------------------------------------------

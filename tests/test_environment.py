@@ -1,10 +1,10 @@
 """The pinned environment: requirements.txt, environment.yml, pyproject.toml and `make setup` agree."""
 
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
-import tomllib
 import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name

@@ -254,6 +254,49 @@ def test_nw_gradient_is_finite_with_an_empty_row(gen):
     assert torch.isfinite(h.grad) and h.grad != 0
 
 
+@pytest.mark.parametrize("name", ["boxcar", "constant"])
+@pytest.mark.parametrize("h", [0.8, 0.05], ids=["in-support", "fallback"])
+def test_nw_flat_kernels_give_a_zero_bandwidth_gradient(name, h, gen):
+    """Boxcar and constant weights do not change with a small change of h: gradient exactly 0, not an error."""
+    queries, keys, values = _uniform_grid_data(gen, torch.float64)
+    bandwidth = torch.tensor(h, dtype=torch.float64, requires_grad=True)
+    pred, weights = nadaraya_watson(queries, keys, values, name, bandwidth)
+    assert pred.requires_grad and weights.requires_grad  # attached to the bandwidth
+    pred.sum().backward()
+    assert bandwidth.grad is not None and torch.isfinite(bandwidth.grad)
+    assert bandwidth.grad == 0
+
+
+@pytest.mark.parametrize("query", [0.0, 1.0, 2.0], ids=["first-key", "middle-key", "last-key"])
+def test_nw_callable_kernel_gradient_is_finite_where_a_query_is_a_key(query):
+    """u = |q - k| / h has an infinite slope at q = k; the gradients must stay finite (no NaN)."""
+    keys = torch.tensor([0.0, 1.0, 2.0], dtype=torch.float64)
+    values = torch.tensor([1.0, -2.0, 4.0], dtype=torch.float64)
+    queries = torch.tensor([query, 0.4], dtype=torch.float64, requires_grad=True)
+    h = torch.tensor(0.7, dtype=torch.float64, requires_grad=True)
+    pred, weights = nadaraya_watson(queries, keys, values, lambda u: torch.exp(-(u**2) / 2), h)
+    assert not weights.isnan().any()
+    pred.sum().backward()
+    assert torch.isfinite(h.grad) and h.grad != 0
+    assert torch.isfinite(queries.grad).all()
+    # the same gradients as the built-in Gaussian, which works with u^2 and has no square root
+    h_ref = h.detach().clone().requires_grad_(True)
+    queries_ref = queries.detach().clone().requires_grad_(True)
+    nadaraya_watson(queries_ref, keys, values, "gaussian", h_ref)[0].sum().backward()
+    assert_close(h.grad, h_ref.grad)
+    assert_close(queries.grad, queries_ref.grad)
+
+
+def test_nw_callable_kernel_gradient_matches_finite_differences_at_a_key():
+    keys = torch.tensor([0.0, 1.0, 2.0], dtype=torch.float64)
+    values = torch.tensor([1.0, -2.0, 4.0], dtype=torch.float64)
+    queries = torch.tensor([1.0, 0.4], dtype=torch.float64)
+    h = torch.tensor(0.7, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(
+        lambda b: nadaraya_watson(queries, keys, values, lambda u: torch.exp(-(u**2) / 2), b)[0], (h,)
+    )
+
+
 @pytest.mark.parametrize("name", sorted(KERNELS))
 def test_nw_keeps_dtype_and_does_not_modify_inputs(name, dtype, gen, call_unmodified):
     queries = torch.rand(5, 2, generator=gen, dtype=dtype)
@@ -339,8 +382,8 @@ V3 = torch.tensor([1.0, 2.0, 3.0])
             ValueError,
             r"kernel\(u\) must return a tensor shaped like u \(2, 3\), got list",
         ),
-        ({"kernel": lambda u: -u}, ValueError, r"kernel\(u\) must return finite weights >= 0"),
-        ({"kernel": lambda u: 1 / (0 * u)}, ValueError, r"kernel\(u\) must return finite weights >= 0"),
+        ({"kernel": lambda u: -u}, ValueError, r"kernel\(u\) must return weights >= 0 \(or \+inf\); got a negative"),
+        ({"kernel": lambda u: 0 * u / (0 * u)}, ValueError, r"kernel\(u\) must return weights >= 0 .*NaN"),
         (
             {"mask": torch.ones(2, 3)},
             TypeError,
@@ -458,3 +501,15 @@ def test_lagrange_basis_keeps_dtype_and_inputs(dtype, call_unmodified):
 def test_lagrange_basis_error_messages(x, nodes, error, match):
     with pytest.raises(error, match=match):
         lagrange_basis(x, nodes)
+
+
+def test_callable_kernel_infinite_at_a_key_gives_that_key_all_the_weight():
+    """Inverse distance weighting |u|^-2 is infinite at u = 0: the limit puts all weight on that key."""
+    keys = torch.tensor([0.0, 1.0, 3.0], dtype=torch.float64)
+    values = torch.tensor([2.0, -1.0, 5.0], dtype=torch.float64)
+    queries = torch.tensor([1.0, 2.0], dtype=torch.float64)  # on the key 1.0, and between keys
+    pred, weights = nadaraya_watson(queries, keys, values, kernel=lambda u: u.abs() ** -2)
+    assert torch.equal(weights[0], torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64))
+    assert pred[0] == -1.0
+    inverse = torch.tensor([1 / 4, 1.0, 1.0], dtype=torch.float64)  # |2 - k|^-2 for k = 0, 1, 3
+    assert_close(weights[1], inverse / inverse.sum())

@@ -315,6 +315,41 @@ def test_nw_layer_gradient_flows_to_log_bandwidth(gen):
     assert grad is not None and torch.isfinite(grad) and grad != 0
 
 
+def _loo_loss(model, data):
+    mask = ~torch.eye(len(data.x_train), dtype=torch.bool)
+    return ((model(data.x_train, data.x_train, data.y_train, mask) - data.y_train) ** 2).mean()
+
+
+@pytest.mark.parametrize("kernel", ["boxcar", "constant"])
+@pytest.mark.parametrize("bandwidth", [1.0, 0.01], ids=["in-support", "fallback"])
+def test_nw_layer_flat_kernels_backward_gives_a_zero_gradient(kernel, bandwidth):
+    """Boxcar and constant weights do not move with a small change of h: the gradient is exactly 0, not an error."""
+    data = toy_regression(n_train=20, seed=0)
+    model = NWKernelRegression(bandwidth=bandwidth, kernel=kernel)
+    loss = _loo_loss(model, data)
+    assert loss.requires_grad
+    loss.backward()
+    grad = model.log_bandwidth.grad
+    assert grad is not None and torch.isfinite(grad)
+    assert grad == 0
+    # an optimiser step runs and leaves h where it was
+    torch.optim.SGD(model.parameters(), lr=0.5).step()
+    assert_close(model.bandwidth.detach(), torch.tensor(bandwidth))
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "epanechnikov"])
+def test_nw_layer_smooth_kernels_backward_gives_a_nonzero_gradient(kernel):
+    data = toy_regression(n_train=20, seed=0)
+    model = NWKernelRegression(bandwidth=1.0, kernel=kernel)
+    _loo_loss(model, data).backward()
+    grad = model.log_bandwidth.grad
+    assert grad is not None and torch.isfinite(grad) and grad != 0
+    # and it points downhill: a small step against it lowers the loss
+    with torch.no_grad():
+        model.log_bandwidth -= 1e-3 * torch.sign(grad)
+        assert _loo_loss(model, data) < _loo_loss(NWKernelRegression(bandwidth=1.0, kernel=kernel), data)
+
+
 def test_nw_layer_training_with_leave_one_out_reduces_the_loss():
     data = toy_regression(n_train=50, seed=0)
     mask = ~torch.eye(50, dtype=torch.bool)

@@ -13,7 +13,19 @@ import pytest
 
 import attn_course
 
-SUBMODULES = ["kernels", "masking", "scoring", "layers", "plotting", "widgets", "data", "checks"]
+SUBMODULES = [
+    "kernels",
+    "interpolation",
+    "masking",
+    "scoring",
+    "scaling",
+    "cost",
+    "layers",
+    "plotting",
+    "widgets",
+    "data",
+    "checks",
+]
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -45,13 +45,24 @@ def test_slider_panel_draws_the_defaults_and_redraws_on_change():
     plot = RecordingPlot()
     controls = _controls()
     slider_panel(plot, controls, fixed={"data": "xy"})
-    assert plot.calls == [{"data": "xy", "h": 1.0, "kernel": "gaussian", "n": 5}]
-    assert len(plot.figures) == 1 and plot.figures[0].axes[0].get_lines()
+    defaults = {"data": "xy", "h": 1.0, "kernel": "gaussian", "n": 5}
+    assert plot.calls == [defaults, defaults]  # a check outside the widget, then the widget's own drawing
+    assert len(plot.figures) == 2 and plot.figures[1].axes[0].get_lines()
     controls["h"].value = 2.5
     assert plot.calls[-1] == {"data": "xy", "h": 2.5, "kernel": "gaussian", "n": 5}
     controls["kernel"].value = "boxcar"
     assert plot.calls[-1] == {"data": "xy", "h": 2.5, "kernel": "boxcar", "n": 5}
-    assert len(plot.calls) == 3
+    assert len(plot.calls) == 4
+
+
+def test_slider_panel_raises_when_the_defaults_fail():
+    """Inside the widget an exception is only displayed; the check outside it makes a broken panel fail loudly."""
+
+    def broken(**kwargs):
+        raise RuntimeError(f"cannot draw {kwargs}")
+
+    with pytest.raises(RuntimeError, match=r"cannot draw \{'h': 1\.0\}"):
+        slider_panel(broken, {"h": widgets.FloatSlider(value=1.0)})
 
 
 @pytest.mark.parametrize("heavy", [True, False])
@@ -77,7 +88,7 @@ def test_slider_panel_around_a_course_plot_function():
         plot, {"bandwidth": bandwidth}, fixed={"x_train": data.x_train, "y_train": data.y_train, "x_test": data.x_test}
     )
     bandwidth.value = 1.5
-    assert titles == ["gaussian kernel, bandwidth h = 0.5", "gaussian kernel, bandwidth h = 1.5"]
+    assert titles == ["gaussian kernel, bandwidth h = 0.5"] * 2 + ["gaussian kernel, bandwidth h = 1.5"]
 
 
 @pytest.mark.parametrize(

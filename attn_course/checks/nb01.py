@@ -1,62 +1,16 @@
-"""Instant feedback for the exercises.
-
-Each ``check_*`` function takes a learner's answer and returns a ``Feedback``: it shows as
-one line in the notebook ("Correct: ..." or "Not yet: <a hint at what is off>") and is truthy
-exactly when the answer is right, so it can be tested like any other function.
-"""
+"""Checks for the exercises of notebook 01 (attention pooling)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 
-from ._validate import shape_str
-from .kernels import epanechnikov
+from ..kernels import epanechnikov
+from ._feedback import Feedback, _close, _hint, _ok, _tensor_problem
 
-__all__ = ["Feedback", "check_nw_weights", "check_pooling_limit", "check_epanechnikov", "check_leave_one_out_mask"]
-
-
-@dataclass(frozen=True)
-class Feedback:
-    """The verdict of a check: ``passed`` and a one-line ``message``; shows as "Correct: ..." or "Not yet: ..."."""
-
-    passed: bool
-    message: str
-
-    def __bool__(self) -> bool:
-        return self.passed
-
-    def __repr__(self) -> str:
-        return ("Correct: " if self.passed else "Not yet: ") + self.message
-
-
-def _ok(message: str) -> Feedback:
-    return Feedback(True, message)
-
-
-def _hint(message: str) -> Feedback:
-    return Feedback(False, message)
-
-
-def _tensor_problem(answer, shape: tuple[int, ...], what: str) -> Feedback | None:
-    """A hint when the answer is missing, not a tensor, or of the wrong shape; else None."""
-    if answer is None:
-        return _hint(f"replace None with {what}.")
-    if not isinstance(answer, torch.Tensor):
-        return _hint(f"expected a torch.Tensor ({what}), got {type(answer).__name__}.")
-    if tuple(answer.shape) != shape:
-        return _hint(f"expected shape {shape_str(shape)}, got {shape_str(answer.shape)}.")
-    return None
-
-
-def _close(a: torch.Tensor, b: torch.Tensor, tol: float = 1e-4) -> bool:
-    return bool(torch.allclose(a.detach().double(), b.double(), atol=tol, rtol=tol))
-
-
-# Notebook 01 ---------------------------------------------------------------------------
+__all__ = ["check_nw_weights", "check_pooling_limit", "check_epanechnikov", "check_leave_one_out_mask"]
 
 NW_QUERY, NW_KEYS = 2.0, (1.0, 2.0, 4.0)
 

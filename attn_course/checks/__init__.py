@@ -1,0 +1,27 @@
+"""Instant feedback for the exercises.
+
+Each ``check_*`` function takes a learner's answer and returns a ``Feedback``: it shows as
+one line in the notebook ("Correct: ..." or "Not yet: <a hint at what is off>") and is truthy
+exactly when the answer is right, so it can be tested like any other function.
+One module per notebook: ``nb01``, ``nb02``, ...
+"""
+
+from ._feedback import Feedback
+from .nb01 import check_epanechnikov, check_leave_one_out_mask, check_nw_weights, check_pooling_limit
+from .nb02 import check_convex_bound, check_lagrange_weight, check_nearest_neighbour_limit
+from .nb03 import check_bmm_shape, check_distance_scores, check_dot_variance, check_scaled_scores
+
+__all__ = [
+    "Feedback",
+    "check_nw_weights",
+    "check_pooling_limit",
+    "check_epanechnikov",
+    "check_leave_one_out_mask",
+    "check_lagrange_weight",
+    "check_nearest_neighbour_limit",
+    "check_convex_bound",
+    "check_scaled_scores",
+    "check_dot_variance",
+    "check_distance_scores",
+    "check_bmm_shape",
+]

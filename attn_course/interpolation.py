@@ -1,0 +1,160 @@
+"""Lagrange interpolation against Nadaraya-Watson: numbers and figures of notebook 02.
+
+Both estimate ``y`` at a query ``x`` as ``sum_i w_i(x) y_i``. Lagrange uses the basis
+polynomials ``l_i(x)`` as weights: they sum to 1 but can be negative and large. A positive
+kernel such as the Gaussian gives a convex combination, so its estimate stays within
+``[min y_i, max y_i]``.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+
+from ._validate import require_float, require_rank, require_same_dtype, shape_str
+from .data import noisy_samples, true_function
+from .kernels import lagrange_basis, nadaraya_watson
+
+__all__ = ["curve_mean_var", "plot_lagrange_basis", "plot_weight_comparison", "plot_noisy_fit"]
+
+
+def curve_mean_var(x: torch.Tensor, f: torch.Tensor) -> tuple[float, float]:
+    """Mean and variance of a curve over ``[x[0], x[-1]]``, by the trapezoidal rule.
+
+    With ``x`` uniform on ``[a, b]``: mean ``= 1/(b-a) int f``, variance ``= 1/(b-a) int f^2 - mean^2``.
+
+    Args:
+        x: (N,) increasing grid, N >= 2.
+        f: (N,) the curve's values on the grid.
+    """
+    require_float(x, "x")
+    require_float(f, "f")
+    require_same_dtype(f, "f", x, "x")
+    require_rank(x, "x", (1,), "(N,)")
+    if f.shape != x.shape or x.shape[0] < 2:
+        raise ValueError(
+            f"x and f must both have shape (N,) with N >= 2, got {shape_str(x.shape)} and {shape_str(f.shape)}"
+        )
+    if not (x[1:] > x[:-1]).all():
+        raise ValueError("x must be strictly increasing")
+    length = float(x[-1] - x[0])
+    mean = torch.trapezoid(f, x) / length
+    # Centred before squaring: the textbook E[f^2] - mean^2 cancels catastrophically for flat curves.
+    return float(mean), float(torch.trapezoid((f - mean) ** 2, x)) / length
+
+
+def _np(t: torch.Tensor) -> np.ndarray:
+    return t.detach().cpu().numpy()
+
+
+def plot_lagrange_basis(nodes: torch.Tensor, ax=None, ylim=(-3.0, 3.0), figsize=(7.0, 3.6)) -> Figure:
+    """The basis polynomials ``l_i(x)`` of ``nodes``: each is 1 at its node and 0 at the others."""
+    require_float(nodes, "nodes")
+    require_rank(nodes, "nodes", (1,), "(N,)")
+    if ax is None:
+        _, ax = plt.subplots(figsize=figsize, layout="constrained")
+    x = torch.linspace(float(nodes.min()), float(nodes.max()), 1001, dtype=nodes.dtype)
+    basis = lagrange_basis(x, nodes)  # (X, N)
+    colours = plt.get_cmap("tab10")
+    for i in range(len(nodes)):
+        ax.plot(_np(x), _np(basis[:, i]), color=colours(i % 10), linewidth=1.0, label=f"$l_{{{i + 1}}}$")
+        ax.plot([float(nodes[i])], [1.0], "o", color=colours(i % 10), markersize=4)
+    ax.axhline(0, color="0.5", linewidth=0.6)
+    ax.set_ylim(*ylim)
+    ax.set_xlabel("x")
+    ax.set_ylabel("weight $l_i(x)$")
+    ax.set_title(f"Lagrange basis of {len(nodes)} nodes (dots: $l_i(x_i) = 1$; clipped to {ylim})", fontsize=10)
+    ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return ax.figure
+
+
+def plot_weight_comparison(
+    query: float, nodes: torch.Tensor, values: torch.Tensor, bandwidth: float = 0.5, axes=None, figsize=(11.0, 4.2)
+) -> Figure:
+    """Both curves and the query (left); each method's weight of every data point, on its own scale (right).
+
+    Args:
+        query: the query x.
+        nodes, values: (N,) the data points ``x_i`` and ``y_i``.
+        bandwidth: the Gaussian kernel's ``h``.
+        axes: three axes (curves, Lagrange weights, Gaussian weights), or None.
+    """
+    if axes is None:
+        fig = plt.figure(figsize=figsize, layout="constrained")
+        mosaic = fig.subplot_mosaic([["curves", "lagrange"], ["curves", "gauss"]], width_ratios=(1.2, 1))
+        axes = (mosaic["curves"], mosaic["lagrange"], mosaic["gauss"])
+    left, top, bottom = axes
+    x = torch.linspace(float(nodes.min()), float(nodes.max()), 801, dtype=nodes.dtype)
+    q = torch.tensor([float(query)], dtype=nodes.dtype)
+    w_lag = lagrange_basis(q, nodes)[0]  # (N,)
+    nw_curve, _ = nadaraya_watson(x, nodes, values, "gaussian", bandwidth)
+    nw_q, w_nw = nadaraya_watson(q, nodes, values, "gaussian", bandwidth)
+    f_lag, f_nw = float(w_lag @ values), float(nw_q[0])
+    left.plot(
+        _np(x), _np(lagrange_basis(x, nodes) @ values), color="C2", label=f"Lagrange: f({query:.2f}) = {f_lag:.4g}"
+    )
+    left.plot(_np(x), _np(nw_curve), color="C0", label=f"Gaussian NW, h = {bandwidth:.2g}: f({query:.2f}) = {f_nw:.4g}")
+    left.scatter(_np(nodes), _np(values), color="C1", zorder=3, s=18, label="data")
+    left.axvline(query, color="0.3", linewidth=0.8)
+    left.plot([query], [f_lag], "*", color="C2", markersize=11)
+    left.plot([query], [f_nw], "*", color="C0", markersize=11)
+    lo, hi = float(values.min()), float(values.max())
+    left.axhspan(lo, hi, color="C0", alpha=0.07, label="[min y, max y]")
+    spread = max(hi - lo, 1.0)  # equal values still get a visible range
+    left.set_ylim(lo - 0.6 * spread, hi + 0.6 * spread)
+    left.set_xlabel("x")
+    left.set_ylabel("y")
+    bottom_edge, top_edge = left.get_ylim()
+    for value, colour in ((f_lag, "C2"), (f_nw, "C0")):
+        if not bottom_edge <= value <= top_edge:  # an estimate off the chart: point at it from the edge
+            edge = top_edge if value > top_edge else bottom_edge
+            left.annotate(
+                f"{value:.4g} {'above' if value > top_edge else 'below'}",
+                xy=(query, edge),
+                xytext=(6, -14 if value > top_edge else 14),
+                textcoords="offset points",
+                color=colour,
+                fontsize=8,
+                ha="left",
+                va="center",
+                arrowprops={"arrowstyle": "->", "color": colour},
+            )
+    left.set_title(f"Query x = {query:.2f}: the stars are the two estimates", fontsize=10)
+    left.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
+    idx = np.arange(len(nodes))
+    for ax, w, colour, name in ((top, w_lag, "C2", "Lagrange"), (bottom, w_nw[0], "C0", "Gaussian")):
+        ax.bar(idx, _np(w), width=0.6, color=colour)
+        ax.axhline(0, color="0.4", linewidth=0.6)
+        ax.set_ylabel("weight")
+        ax.set_title(
+            f"{name} weights: from {float(w.min()):.3g} to {float(w.max()):.3g}, sum {float(w.sum()):.4f}", fontsize=9
+        )
+        ax.set_xticks(idx, [f"{float(v):.1f}" for v in nodes])
+    bottom.set_xlabel("data point $x_i$")
+    return left.figure
+
+
+def plot_noisy_fit(
+    n_nodes: int = 10, noise: float = 0.3, bandwidth: float = 0.4, seed: int = 0, ax=None, figsize=(6.5, 3.6)
+) -> Figure:
+    """Lagrange and Nadaraya-Watson through noisy samples of ``true_function`` on [0, 5]."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=figsize, layout="constrained")
+    x_nodes, y_nodes = noisy_samples(n_nodes, noise, seed=seed)
+    x = torch.linspace(0.0, 5.0, 801, dtype=torch.float64)
+    truth = true_function(x)
+    lag = lagrange_basis(x, x_nodes) @ y_nodes
+    nw, _ = nadaraya_watson(x, x_nodes, y_nodes, "gaussian", bandwidth)
+    rmse = {name: float(((c - truth) ** 2).mean().sqrt()) for name, c in (("lag", lag), ("nw", nw))}
+    ax.plot(_np(x), _np(truth), "--", color="0.3", linewidth=1.2, label="truth")
+    ax.plot(_np(x), _np(lag), color="C2", label=f"Lagrange (RMSE {rmse['lag']:.3g})")
+    ax.plot(_np(x), _np(nw), color="C0", label=f"Nadaraya-Watson, h = {bandwidth:.2g} (RMSE {rmse['nw']:.3g})")
+    ax.scatter(_np(x_nodes), _np(y_nodes), color="C1", s=18, zorder=3, label=f"{n_nodes} noisy samples")
+    ax.set_ylim(-2.0, 6.0)
+    ax.set_xlabel("x")
+    ax.set_ylabel("y")
+    ax.set_title(f"Noise level {noise:.2g}: interpolation chases the noise, pooling smooths it", fontsize=10)
+    ax.legend(fontsize=7, loc="lower left")
+    return ax.figure

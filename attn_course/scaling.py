@@ -1,0 +1,144 @@
+"""Why dot-product scores are divided by sqrt(D): numbers and figures of notebook 03.
+
+For queries and keys with independent components of mean 0 and variance 1, the dot product
+``q . k`` has mean 0 and variance D. Large scores push the softmax towards a one-hot vector
+(it *saturates*), whose gradients vanish; dividing by sqrt(D) brings the variance back to 1.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+
+from ._validate import require_float
+
+__all__ = ["dot_product_variance", "softmax_entropy", "mean_entropy", "plot_saturation"]
+
+
+def _check_int(value, name: str, low: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    return value
+
+
+def dot_product_variance(d: int, num_samples: int = 10_000, seed: int = 0) -> float:
+    """Sample variance of ``q . k`` for ``q, k`` with independent standard normal components of size ``d``."""
+    _check_int(d, "d")
+    _check_int(num_samples, "num_samples", 2)
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(num_samples, d, generator=gen, dtype=torch.float64)
+    k = torch.randn(num_samples, d, generator=gen, dtype=torch.float64)
+    return float((q * k).sum(-1).var())
+
+
+def softmax_entropy(weights: torch.Tensor) -> torch.Tensor:
+    """Entropy ``-sum_k w_k log w_k`` (in nats) of each row of weights over the last axis.
+
+    0 for a one-hot row, ``log K`` for a uniform row over K keys. Zero weights contribute 0.
+
+    Args:
+        weights: (..., K) non-negative rows summing to 1.
+
+    Returns:
+        (...) one entropy per row.
+    """
+    require_float(weights, "weights")
+    safe = torch.where(weights > 0, weights, torch.ones_like(weights))  # log 1 = 0 where w = 0
+    return -(weights * torch.log(safe)).sum(-1)
+
+
+def _check_temperature(temperature) -> float:
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature > 0:
+        raise ValueError(f"temperature must be a number > 0, got {temperature!r}")
+    return float(temperature)
+
+
+def mean_entropy(
+    d: int, num_keys: int = 16, temperature: float = 1.0, scaled: bool = True, num_queries: int = 500, seed: int = 0
+) -> float:
+    """Average softmax entropy of ``num_queries`` random queries over ``num_keys`` random keys of size ``d``.
+
+    Scores are ``q . k / (temperature * sqrt(d))`` if ``scaled`` else ``q . k / temperature``. Results are
+    cached (a slider revisits the same values); the arguments are checked before the cache is consulted.
+    """
+    _check_int(d, "d")
+    _check_int(num_keys, "num_keys", 2)
+    _check_int(num_queries, "num_queries")
+    return _mean_entropy(d, num_keys, _check_temperature(temperature), bool(scaled), num_queries, int(seed))
+
+
+@lru_cache(maxsize=1024)
+def _mean_entropy(d: int, num_keys: int, temperature: float, scaled: bool, num_queries: int, seed: int) -> float:
+    gen = torch.Generator().manual_seed(seed)
+    queries = torch.randn(num_queries, d, generator=gen, dtype=torch.float64)  # (Q, D)
+    keys = torch.randn(num_keys, d, generator=gen, dtype=torch.float64)  # (K, D)
+    scores = queries @ keys.T / temperature  # (Q, D) x (D, K) -> (Q, K)
+    if scaled:
+        scores = scores / math.sqrt(d)
+    return float(softmax_entropy(torch.softmax(scores, dim=-1)).mean())
+
+
+def plot_saturation(
+    d: int = 64, temperature: float = 1.0, num_keys: int = 16, seed: int = 0, axes=None, figsize=(11.0, 3.4)
+) -> Figure:
+    """One query's softmax weights over random keys, unscaled and scaled (left); mean entropy against D (right).
+
+    Args:
+        d: query and key size D.
+        temperature: scores are divided by it too; above 1 flattens the softmax, below 1 sharpens it.
+        num_keys: K, the number of random keys.
+        seed: seed of the random queries and keys.
+        axes: two axes, or None for a new figure.
+    """
+    _check_int(d, "d")
+    _check_int(num_keys, "num_keys", 2)
+    _check_temperature(temperature)  # every argument checked before a figure is opened
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=figsize, layout="constrained", width_ratios=(1, 1.1))
+    left, right = axes
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(d, generator=gen, dtype=torch.float64)
+    keys = torch.randn(num_keys, d, generator=gen, dtype=torch.float64)
+    raw = keys @ q / temperature  # (K, D) x (D,) -> (K,)
+    idx = np.arange(num_keys)
+    for offset, scores, colour, name in ((-0.2, raw, "C3", "q.k"), (0.2, raw / math.sqrt(d), "C0", "q.k / sqrt(D)")):
+        w = torch.softmax(scores, dim=0)
+        left.bar(
+            idx + offset,
+            w.numpy(),
+            width=0.4,
+            color=colour,
+            label=f"softmax({name}): max {float(w.max()):.2f}, entropy {float(softmax_entropy(w)):.2f}",
+        )
+    left.set_ylim(0, 1.05)
+    left.set_xlabel("key")
+    left.set_ylabel("attention weight")
+    left.set_title(f"One query, {num_keys} random keys, D = {d}, temperature {temperature:g}", fontsize=10)
+    left.legend(fontsize=7, loc="upper left")
+    sizes = [2**i for i in range(11)]
+    for scaled, colour, name in ((False, "C3", "q.k"), (True, "C0", "q.k / sqrt(D)")):
+        entropies = [mean_entropy(s, num_keys, temperature, scaled, seed=seed) for s in sizes]
+        right.plot(sizes, entropies, marker=".", color=colour, label=name)
+        right.plot(
+            [d],
+            [mean_entropy(d, num_keys, temperature, scaled, seed=seed)],
+            "o",
+            color=colour,
+            markersize=9,
+            markerfacecolor="none",
+        )
+    right.axhline(
+        math.log(num_keys), color="0.5", linestyle=":", label=f"uniform: log {num_keys} = {math.log(num_keys):.2f}"
+    )
+    right.set_xscale("log", base=2)
+    right.set_ylim(0, math.log(num_keys) * 1.1)
+    right.set_xlabel("D (log scale)")
+    right.set_ylabel("mean entropy of the weights (nats)")
+    right.set_title("Unscaled scores saturate the softmax as D grows", fontsize=10)
+    right.legend(fontsize=7, loc="lower left")
+    return left.figure

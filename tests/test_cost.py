@@ -1,0 +1,215 @@
+"""attn_course.cost: counting calls, bytes and slopes; nothing here asserts that anything is fast."""
+
+import math
+import types
+
+import numpy as np
+import pytest
+import torch
+
+import attn_course.cost
+from attn_course import attention_cost, loglog_slope, time_call
+
+# ----------------------------------------------------------------------------------------------
+# time_call
+# ----------------------------------------------------------------------------------------------
+
+
+class CountingFake:
+    """A function that records the arguments of every call."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __call__(self, *args):
+        self.calls.append(args)
+
+
+@pytest.mark.parametrize("warmup, repeats", [(0, 1), (1, 5), (3, 2), (2, 7)])
+def test_time_call_calls_the_function_warmup_plus_repeats_times(warmup, repeats):
+    fake = CountingFake()
+    seconds = time_call(fake, "a", 2, repeats=repeats, warmup=warmup)
+    assert fake.calls == [("a", 2)] * (warmup + repeats)
+    assert isinstance(seconds, float) and seconds >= 0
+
+
+def test_time_call_defaults_are_one_warmup_and_five_repeats():
+    fake = CountingFake()
+    time_call(fake)
+    assert fake.calls == [()] * 6
+
+
+@pytest.mark.parametrize(
+    "durations, median",
+    [([0.3, 0.1, 0.2], 0.2), ([5.0, 1.0, 2.0, 4.0], 3.0), ([0.25], 0.25)],
+    ids=["odd", "even", "one"],
+)
+def test_time_call_returns_the_median_of_the_timed_runs(durations, median, monkeypatch):
+    """A fake clock that only the function advances: warmup runs take 100 s, which must not count."""
+    clock = [0.0]
+    steps = iter([100.0] + durations)
+
+    def fn():
+        clock[0] += next(steps)
+
+    monkeypatch.setattr(attn_course.cost, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+    assert time_call(fn, repeats=len(durations), warmup=1) == pytest.approx(median, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "repeats, match",
+    [
+        (0, r"repeats must be an integer >= 1, got 0"),
+        (-2, r"repeats must be an integer >= 1, got -2"),
+        (True, r"repeats must be an integer >= 1, got True"),
+        (2.0, r"repeats must be an integer >= 1, got 2\.0"),
+        ("3", r"repeats must be an integer >= 1, got '3'"),
+    ],
+    ids=["zero", "negative", "bool", "float", "str"],
+)
+def test_time_call_error_messages(repeats, match):
+    fake = CountingFake()
+    with pytest.raises(ValueError, match=match):
+        time_call(fake, repeats=repeats)
+    assert fake.calls == []  # checked before any call
+
+
+@pytest.mark.parametrize("warmup", [-1, True, 1.5], ids=["negative", "bool", "float"])
+def test_time_call_checks_warmup_like_repeats(warmup):
+    """STYLE 5: warmup=-1 is silently taken as 0 and True as 1; it should be refused as repeats is."""
+    fake = CountingFake()
+    with pytest.raises(ValueError, match=r"warmup must be an integer >= 0"):
+        time_call(fake, repeats=1, warmup=warmup)
+    assert fake.calls == []
+
+
+# ----------------------------------------------------------------------------------------------
+# attention_cost
+# ----------------------------------------------------------------------------------------------
+
+BYTES = {torch.float32: 4, torch.float64: 8}
+
+
+@pytest.mark.parametrize(
+    "num_queries, num_keys, d, batch",
+    [(1, 1, 1, 1), (3, 5, 2, 1), (4, 7, 8, 2), (16, 32, 4, 3)],
+)
+def test_attention_cost_counts_bytes_exactly(num_queries, num_keys, d, batch, dtype):
+    cost = attention_cost(num_queries, num_keys, d, batch=batch, repeats=1, dtype=dtype)
+    assert set(cost) == {"seconds", "weight_bytes", "input_bytes"}
+    size = BYTES[dtype]
+    # weights (B, Q, K); queries (B, Q, D), keys (B, K, D) and values (B, K, D)
+    assert cost["weight_bytes"] == batch * num_queries * num_keys * size
+    assert cost["input_bytes"] == batch * (num_queries * d + 2 * num_keys * d) * size
+    assert isinstance(cost["seconds"], float) and cost["seconds"] > 0
+
+
+def test_attention_cost_hand_computed_example_and_default_dtype():
+    # float32 by default: B = 2, Q = 10, K = 20, D = 8 -> weights 2 * 10 * 20 * 4 = 1600 bytes,
+    # inputs 2 * (10 * 8 + 20 * 8 + 20 * 8) * 4 = 3200 bytes
+    cost = attention_cost(10, 20, 8, batch=2, repeats=1)
+    assert cost["weight_bytes"] == 1600
+    assert cost["input_bytes"] == 3200
+
+
+def test_attention_cost_weight_memory_grows_like_q_times_k_and_not_with_d():
+    small = attention_cost(8, 8, 4, repeats=1)["weight_bytes"]
+    assert attention_cost(16, 16, 4, repeats=1)["weight_bytes"] == 4 * small
+    assert attention_cost(8, 8, 64, repeats=1)["weight_bytes"] == small
+
+
+def test_attention_cost_leaves_the_global_rng_alone():
+    state = torch.get_rng_state()
+    attention_cost(4, 4, 4, repeats=1)
+    assert torch.equal(torch.get_rng_state(), state)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"num_queries": 0}, r"num_queries must be an integer >= 1, got 0"),
+        ({"num_keys": -1}, r"num_keys must be an integer >= 1, got -1"),
+        ({"d": 2.5}, r"d must be an integer >= 1, got 2\.5"),
+        ({"d": True}, r"d must be an integer >= 1, got True"),
+        ({"batch": 0}, r"batch must be an integer >= 1, got 0"),
+        ({"batch": "2"}, r"batch must be an integer >= 1, got '2'"),
+        ({"repeats": 0}, r"repeats must be an integer >= 1, got 0"),
+    ],
+    ids=["no-queries", "negative-keys", "d-fraction", "d-bool", "no-batch", "batch-str", "no-repeats"],
+)
+def test_attention_cost_error_messages(kwargs, match):
+    args = {"num_queries": 2, "num_keys": 3, "d": 4, "repeats": 1} | kwargs
+    with pytest.raises(ValueError, match=match):
+        attention_cost(**args)
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, "float32"], ids=["integer", "str"])
+def test_attention_cost_bad_dtype_gets_a_message_that_names_it(dtype):
+    """STYLE 5: today torch.randn fails first (NotImplementedError "normal_kernel_cpu" / a long TypeError)."""
+    with pytest.raises((TypeError, ValueError), match=r"\bdtype\b.*float"):
+        attention_cost(2, 3, 4, repeats=1, dtype=dtype)
+
+
+# ----------------------------------------------------------------------------------------------
+# loglog_slope
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "sizes, cost, slope",
+    [
+        ([8, 16, 32, 64], lambda n: 3 * n**2, 2.0),
+        ([8, 16, 32, 64], lambda n: n**0.5, 0.5),
+        ([1, 10, 1000], lambda n: 0.01 * n**3, 3.0),  # uneven sizes
+        ([2, 3, 5, 7, 11], lambda n: 4.0 / n, -1.0),
+        ([100, 200], lambda n: 5.0 * n, 1.0),  # two points suffice
+    ],
+    ids=["square", "sqrt", "cube-uneven", "inverse", "two-points"],
+)
+def test_loglog_slope_of_a_power_law_is_its_exponent(sizes, cost, slope):
+    got = loglog_slope(sizes, [cost(n) for n in sizes])
+    assert isinstance(got, float)
+    assert got == pytest.approx(slope, rel=1e-12, abs=1e-12)
+
+
+def test_loglog_slope_of_a_constant_is_exactly_zero():
+    assert loglog_slope([1, 2, 4, 8], [7.0, 7.0, 7.0, 7.0]) == 0.0
+
+
+def test_loglog_slope_is_the_least_squares_fit():
+    # log sizes 0, 1, 2 and log costs 0, 1, 3: slope = ((-1)(-4/3) + 0 + (1)(5/3)) / ((-1)^2 + 0 + 1^2) = 3/2
+    sizes = [1.0, math.e, math.e**2]
+    costs = [1.0, math.e, math.e**3]
+    assert loglog_slope(sizes, costs) == pytest.approx(1.5, rel=1e-12)
+
+
+def test_loglog_slope_accepts_tuples_arrays_and_tensors():
+    sizes, costs = (2, 4, 8), (12.0, 48.0, 192.0)  # 3 n^2
+    assert loglog_slope(np.array(sizes), np.array(costs)) == pytest.approx(2.0, rel=1e-12)
+    assert loglog_slope(torch.tensor(sizes), torch.tensor(costs, dtype=torch.float64)) == pytest.approx(2.0)
+    assert loglog_slope(sizes, costs) == pytest.approx(2.0, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "sizes, costs, match",
+    [
+        ([1, 2, 3], [1.0, 2.0], r"sizes and costs must have the same length >= 2, got 3 and 2"),
+        ([1, 2], [1.0, 2.0, 3.0], r"same length >= 2, got 2 and 3"),
+        ([4], [1.0], r"same length >= 2, got 1 and 1"),
+        ([], [], r"same length >= 2, got 0 and 0"),
+        ([0, 2, 4], [1.0, 2.0, 3.0], r"sizes and costs must be positive to take logarithms"),
+        ([-1, 2, 4], [1.0, 2.0, 3.0], r"must be positive"),
+        ([1, 2, 4], [1.0, 0.0, 3.0], r"must be positive"),
+        ([1, 2, 4], [1.0, 2.0, -3.0], r"must be positive"),
+    ],
+    ids=["longer-sizes", "longer-costs", "one-point", "empty", "zero-size", "negative-size", "zero-cost", "neg-cost"],
+)
+def test_loglog_slope_error_messages(sizes, costs, match):
+    with pytest.raises(ValueError, match=match):
+        loglog_slope(sizes, costs)
+
+
+def test_loglog_slope_equal_sizes_give_a_message_not_a_zero_division():
+    """All sizes equal: the slope is undefined; today the least-squares denominator raises ZeroDivisionError."""
+    with pytest.raises(ValueError, match=r"sizes"):
+        loglog_slope([4, 4, 4], [1.0, 2.0, 3.0])
