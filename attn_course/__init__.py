@@ -8,6 +8,8 @@ Every notebook imports it; each module covers one idea, in course order:
 * ``scoring``   scaled dot-product and additive scores, attention pooling over batches (notebook 03)
 * ``scaling``   why scores are divided by sqrt(D): variance and softmax saturation (notebook 03)
 * ``cost``      time and memory of attention as the sizes grow (notebook 03, benchmarks)
+* ``selfattention``  the worked 3-token self-attention example, step by step (notebook 04)
+* ``gallery``   heatmap patterns and a masking demo (notebook 05)
 * ``layers``    ``nn.Module`` wrappers that keep their last ``attention_weights``
 * ``plotting``  heatmaps and the figures of the notebooks
 * ``widgets``   slider panels around the plotting functions
@@ -27,19 +29,29 @@ dtype it is given and never modifies its inputs in place.
 
 from . import checks, data
 from .cost import attention_cost, loglog_slope, time_call
+from .gallery import PATTERNS, pattern_scores, plot_masking_demo, plot_pattern_gallery
 from .interpolation import curve_mean_var, plot_lagrange_basis, plot_noisy_fit, plot_weight_comparison
 from .kernels import KERNELS, boxcar, constant, epanechnikov, gaussian, lagrange_basis, nadaraya_watson
 from .layers import AdditiveAttention, DotProductAttention, NWKernelRegression
-from .masking import masked_softmax, sequence_mask
+from .masking import causal_mask, masked_softmax, sequence_mask
 from .plotting import plot_kernels, plot_nw_fit, plot_query_weights, plot_regression, show_heatmaps
 from .scaling import dot_product_variance, mean_entropy, plot_saturation, softmax_entropy
 from .scoring import additive_scores, attention_pooling, dot_product_scores, scaled_dot_product_attention
+from .selfattention import (
+    SelfAttentionSteps,
+    plot_self_attention_steps,
+    plot_worked_example,
+    self_attention_steps,
+    show_matrix,
+)
 from .widgets import slider_panel
 
 __version__ = "0.1.0"
 
 __all__ = [
     "KERNELS",
+    "PATTERNS",
+    "SelfAttentionSteps",
     "AdditiveAttention",
     "DotProductAttention",
     "NWKernelRegression",
@@ -47,6 +59,7 @@ __all__ = [
     "attention_cost",
     "attention_pooling",
     "boxcar",
+    "causal_mask",
     "checks",
     "constant",
     "curve_mean_var",
@@ -60,17 +73,24 @@ __all__ = [
     "masked_softmax",
     "mean_entropy",
     "nadaraya_watson",
+    "pattern_scores",
     "plot_kernels",
     "plot_lagrange_basis",
+    "plot_masking_demo",
     "plot_noisy_fit",
+    "plot_pattern_gallery",
     "plot_nw_fit",
     "plot_query_weights",
     "plot_regression",
     "plot_saturation",
+    "plot_self_attention_steps",
     "plot_weight_comparison",
+    "plot_worked_example",
     "scaled_dot_product_attention",
+    "self_attention_steps",
     "sequence_mask",
     "show_heatmaps",
+    "show_matrix",
     "slider_panel",
     "softmax_entropy",
     "time_call",

@@ -75,8 +75,8 @@ class NWKernelRegression(nn.Module):
 class DotProductAttention(nn.Module):
     """Scaled dot-product attention ``softmax(Q K^T / sqrt(D)) V`` with dropout on the weights.
 
-    Called as ``(queries (B, Q, D), keys (B, K, D), values (B, K, V), valid_lens=None)``;
-    returns (B, Q, V).
+    Called as ``(queries (B, Q, D), keys (B, K, D), values (B, K, V), valid_lens=None, mask=None)``;
+    returns (B, Q, V). ``mask``: optional bool broadcastable to (B, Q, K), ``True`` = may attend.
     """
 
     def __init__(self, dropout: float = 0.0):
@@ -84,10 +84,10 @@ class DotProductAttention(nn.Module):
         self.dropout = nn.Dropout(_check_dropout(dropout))
         self.attention_weights: torch.Tensor | None = None
 
-    def forward(self, queries, keys, values, valid_lens=None):
+    def forward(self, queries, keys, values, valid_lens=None, mask=None):
         check_qkv(queries, keys, values)
         scores = _dot_product_scores(queries, keys)  # (B, Q, K)
-        output, weights = _attention_pooling(scores, values, valid_lens, self.dropout)
+        output, weights = _attention_pooling(scores, values, valid_lens, self.dropout, mask)
         self.attention_weights = weights.detach()
         return output  # (B, Q, V)
 

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
-import seaborn as sns
 import torch
 from matplotlib.colors import PowerNorm
 from matplotlib.figure import Figure
@@ -31,6 +30,57 @@ def _new_axes(ax, figsize):
     if ax is None:
         fig, ax = plt.subplots(figsize=figsize, layout="constrained")
     return ax.figure, ax
+
+
+def _draw_matrix(
+    ax,
+    data: np.ndarray,
+    vmin: float,
+    vmax: float,
+    cmap: str,
+    annotate: bool,
+    fmt: str = ".2f",
+    square: bool = True,
+    gridlines: bool = False,
+    fontsize: float = 8,
+):
+    """Draw a (R, C) matrix on ``ax`` as coloured cells, row 0 at the top; optionally write each value.
+
+    Cell (i, j) spans [j, j + 1] x [i, i + 1], so tick positions are ``index + 0.5``. Annotations are black on
+    light cells and white on dark ones. Returns the ``QuadMesh`` (for a colour bar).
+    """
+    rows, cols = data.shape
+    mesh = ax.pcolormesh(
+        np.arange(cols + 1),
+        np.arange(rows + 1),
+        data,
+        cmap=cmap,
+        vmin=vmin,
+        vmax=vmax,
+        edgecolors="white" if gridlines else "face",
+        linewidth=0.5 if gridlines else 0,
+    )
+    ax.set_xlim(0, cols)
+    ax.set_ylim(rows, 0)  # row 0 at the top, as in a printed matrix
+    if square:
+        ax.set_aspect("equal")
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    if annotate:
+        colours = mesh.to_rgba(data)  # (R, C, 4)
+        luminance = colours[..., :3] @ np.array([0.2126, 0.7152, 0.0722])  # (R, C)
+        for i in range(rows):
+            for j in range(cols):
+                ax.text(
+                    j + 0.5,
+                    i + 0.5,
+                    format(data[i, j], fmt),
+                    ha="center",
+                    va="center",
+                    fontsize=fontsize,
+                    color="black" if luminance[i, j] > 0.408 else "white",
+                )
+    return mesh
 
 
 def _edges(centres: np.ndarray) -> np.ndarray:
@@ -76,12 +126,14 @@ def show_heatmaps(
         matrices: (Q, K) one panel, (P, Q, K) P panels in a row, or (R, C, Q, K) a grid.
         xlabel, ylabel: axis labels (on the bottom row and the first column).
         titles: one title per panel (P, or R * C in row order).
-        xticklabels: K key labels (tokens); yticklabels: Q query labels.
+        xticklabels: K key labels (tokens); yticklabels: Q query labels. Either may instead be a list with
+            one list of labels per panel (sequences with different tokens); the panels then label their own axes.
         vmin, vmax: the colour scale, shared by every panel; by default from min(0, data) to max(data).
         annotate: write each value in its cell; ``"auto"`` does so up to 10 x 10 cells.
         fmt: number format of the annotations.
         colorbar_label: the label of the one colour bar.
-        ax: draw a single (Q, K) panel on these axes instead of a new figure.
+        ax: axes to draw on instead of a new figure: one Axes for one panel, else an array of
+            one Axes per panel (R * C, in row order).
 
     Returns:
         The Figure, with one colour bar for all panels.
@@ -94,11 +146,18 @@ def show_heatmaps(
     grid = data.reshape((1, 1) + data.shape[-2:]) if data.ndim == 2 else data
     grid = grid[None] if grid.ndim == 3 else grid  # (R, C, Q, K)
     rows, cols, num_q, num_k = grid.shape
+    panel_labels = {}  # name -> one list of labels per panel
     for name, labels, n in (("xticklabels", xticklabels, num_k), ("yticklabels", yticklabels, num_q)):
-        if labels is not None and len(labels) != n:
-            raise ValueError(
-                f"{name} must hold {n} labels (one per {'key' if name[0] == 'x' else 'query'}), got {len(labels)}"
-            )
+        per_panel = labels is not None and len(labels) > 0 and isinstance(labels[0], (list, tuple))
+        if per_panel and len(labels) != rows * cols:
+            raise ValueError(f"{name} must hold one list per panel ({rows * cols}), got {len(labels)} lists")
+        panel_labels[name] = list(labels) if per_panel else [labels] * (rows * cols)
+        for panel in panel_labels[name]:
+            if panel is not None and len(panel) != n:
+                raise ValueError(
+                    f"{name} must hold {n} labels (one per {'key' if name[0] == 'x' else 'query'}), got {len(panel)}"
+                )
+    shared = all(len({tuple(p) if p is not None else None for p in v}) == 1 for v in panel_labels.values())
     if titles is not None and len(titles) != rows * cols:
         raise ValueError(f"titles must hold {rows * cols} titles (one per panel), got {len(titles)}")
     if not np.isfinite(data).all():
@@ -112,32 +171,21 @@ def show_heatmaps(
         cell = 0.45 if annotate else min(0.25, 5.0 / max(num_q, num_k))
         figsize = (cols * max(2.2, num_k * cell + 1.0) + 1.2, rows * max(2.0, num_q * cell + 1.5))
     if ax is not None:
-        if rows * cols != 1:
-            raise ValueError(f"ax can hold one (Q, K) panel; got {rows * cols} panels: pass ax=None")
-        fig, axes = ax.figure, np.array([[ax]])
+        given = np.asarray(ax, dtype=object).reshape(-1)
+        if given.size != rows * cols:
+            raise ValueError(f"ax must hold one axes per panel ({rows * cols}), got {given.size}")
+        fig, axes = given[0].figure, given.reshape(rows, cols)
     else:
         fig, axes = plt.subplots(
-            rows, cols, figsize=figsize, squeeze=False, sharex=True, sharey=True, layout="constrained"
+            rows, cols, figsize=figsize, squeeze=False, sharex=shared, sharey=shared, layout="constrained"
         )
     for r in range(rows):
         for c in range(cols):
             ax = axes[r, c]
-            sns.heatmap(
-                grid[r, c],
-                ax=ax,
-                vmin=lo,
-                vmax=hi,
-                cmap=cmap,
-                cbar=False,
-                annot=bool(annotate),
-                fmt=fmt,
-                annot_kws={"fontsize": 8},
-                square=num_q * num_k <= 400,
-                linewidths=0,
-            )
-            _thin_ticks(ax, "x", xticklabels, num_k)
-            _thin_ticks(ax, "y", yticklabels, num_q)
-            ax.tick_params(labelbottom=r == rows - 1, labelleft=c == 0, length=0)
+            _draw_matrix(ax, grid[r, c], lo, hi, cmap, bool(annotate), fmt, square=num_q * num_k <= 400)
+            _thin_ticks(ax, "x", panel_labels["xticklabels"][r * cols + c], num_k)
+            _thin_ticks(ax, "y", panel_labels["yticklabels"][r * cols + c], num_q)
+            ax.tick_params(labelbottom=r == rows - 1 or not shared, labelleft=c == 0 or not shared, length=0)
             ax.set_xlabel(xlabel if r == rows - 1 else "")
             ax.set_ylabel(ylabel if c == 0 else "")
             if titles is not None:

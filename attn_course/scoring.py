@@ -53,8 +53,8 @@ def check_qkv(queries, keys, values, same_size: bool = True) -> None:
         )
 
 
-def _attention_pooling(scores, values, valid_lens=None, dropout=None):
-    weights = masked_softmax(scores, valid_lens)  # (B, Q, K)
+def _attention_pooling(scores, values, valid_lens=None, dropout=None, mask=None):
+    weights = masked_softmax(scores, valid_lens, mask)  # (B, Q, K)
     pooled = weights if dropout is None else dropout(weights)
     return torch.bmm(pooled, values), weights  # (B, Q, K) x (B, K, V) -> (B, Q, V)
 
@@ -76,6 +76,7 @@ def attention_pooling(
     values: torch.Tensor,
     valid_lens: torch.Tensor | None = None,
     dropout: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    mask: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Weights = masked softmax of the scores; output = weights @ values.
 
@@ -85,6 +86,7 @@ def attention_pooling(
         valid_lens: None, (B,) or (B, Q); see ``masked_softmax``.
         dropout: optional function applied to the weights before they pool the values
             (a ``torch.nn.Dropout`` during training); the returned weights are before dropout.
+        mask: optional bool, broadcastable to (B, Q, K), ``True`` = may attend; see ``masked_softmax``.
 
     Returns:
         output (B, Q, V) and weights (B, Q, K).
@@ -101,7 +103,7 @@ def attention_pooling(
         )
     if dropout is not None and not callable(dropout):
         raise TypeError(f"dropout must be a function such as nn.Dropout(p), got {type(dropout).__name__}")
-    return _attention_pooling(scores, values, valid_lens, dropout)
+    return _attention_pooling(scores, values, valid_lens, dropout, mask)
 
 
 def dot_product_scores(queries: torch.Tensor, keys: torch.Tensor, scale: bool = True) -> torch.Tensor:
@@ -163,16 +165,18 @@ def scaled_dot_product_attention(
     keys: torch.Tensor,
     values: torch.Tensor,
     valid_lens: torch.Tensor | None = None,
+    mask: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``softmax(Q K^T / sqrt(D)) V`` with padded keys masked out.
+    """``softmax(Q K^T / sqrt(D)) V`` with padded (and optionally other) keys masked out.
 
     Args:
         queries: (B, Q, D); keys: (B, K, D); values: (B, K, V); all of one floating dtype.
         valid_lens: None, (B,) or (B, Q) integers in [0, K].
+        mask: optional bool, broadcastable to (B, Q, K), ``True`` = may attend (e.g. ``causal_mask(Q)``).
 
     Returns:
-        output (B, Q, V) and weights (B, Q, K); rows of the weights sum to 1 over the valid keys
+        output (B, Q, V) and weights (B, Q, K); rows of the weights sum to 1 over the allowed keys
         (a query with no valid key gets zero weights and a zero output).
     """
     check_qkv(queries, keys, values)
-    return _attention_pooling(_dot_product_scores(queries, keys), values, valid_lens)
+    return _attention_pooling(_dot_product_scores(queries, keys), values, valid_lens, mask=mask)

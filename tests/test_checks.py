@@ -10,6 +10,7 @@ from attn_course import checks, lagrange_basis, nadaraya_watson
 from attn_course.checks import (
     Feedback,
     check_bmm_shape,
+    check_causal_mask,
     check_convex_bound,
     check_distance_scores,
     check_dot_variance,
@@ -17,11 +18,17 @@ from attn_course.checks import (
     check_lagrange_weight,
     check_leave_one_out_mask,
     check_nearest_neighbour_limit,
+    check_new_token_key,
+    check_new_token_output,
+    check_new_token_scores,
     check_nw_weights,
+    check_padding_causal_mask,
+    check_padding_mask,
     check_pooling_limit,
     check_scaled_scores,
 )
-from attn_course.data import lagrange_points
+from attn_course.checks.nb04 import NEW_TOKEN
+from attn_course.data import lagrange_points, three_token_example
 
 
 def assert_correct(feedback):
@@ -59,6 +66,12 @@ def test_every_check_function_is_covered_here():
         "check_dot_variance",
         "check_distance_scores",
         "check_bmm_shape",
+        "check_new_token_key",
+        "check_new_token_scores",
+        "check_new_token_output",
+        "check_padding_mask",
+        "check_causal_mask",
+        "check_padding_causal_mask",
     } <= set(public)
     tests = {name for name, obj in globals().items() if name.startswith("test_") and callable(obj)}
     missing = [
@@ -619,3 +632,236 @@ def test_check_bmm_shape_hints(answer, words):
 def test_check_bmm_shape_does_not_round_a_wrong_answer_to_the_right_one(answer):
     """int() truncates 2.9 to 2 and reads "236" digit by digit: these are not the shape (2, 3, 6)."""
     assert_hint(check_bmm_shape(answer))
+
+
+# ----------------------------------------------------------------------------------------------
+# Notebook 04, the worked self-attention example: inputs x1 = [1, 0, 1, 0], x2 = [0, 2, 0, 2], x3 = [1, 1, 1, 1]
+# ----------------------------------------------------------------------------------------------
+
+W_Q = [[1, 0, 1], [1, 0, 0], [0, 0, 1], [0, 1, 1]]
+W_K = [[0, 0, 1], [1, 1, 0], [0, 1, 0], [1, 1, 0]]
+W_V = [[0, 2, 0], [0, 3, 0], [1, 0, 3], [1, 1, 0]]
+X_TOKENS = [[1, 0, 1, 0], [0, 2, 0, 2], [1, 1, 1, 1]]
+
+
+def _row_times(x, w):
+    """x @ w for a row vector x and a matrix w given as lists, by a plain loop."""
+    return [sum(x[r] * w[r][c] for r in range(len(x))) for c in range(len(w[0]))]
+
+
+Q_ROWS = [_row_times(x, W_Q) for x in X_TOKENS]  # [[1, 0, 2], [2, 2, 2], [2, 1, 3]]
+K_ROWS = [_row_times(x, W_K) for x in X_TOKENS]  # [[0, 1, 1], [4, 4, 0], [2, 3, 1]]
+V_ROWS = [_row_times(x, W_V) for x in X_TOKENS]  # [[1, 2, 3], [2, 8, 0], [2, 6, 3]]
+TOKEN2_SCORES = [sum(a * b for a, b in zip(Q_ROWS[1], k, strict=True)) for k in K_ROWS]  # q2 . k_j
+TOKEN3_SCORES = [sum(a * b for a, b in zip(Q_ROWS[2], k, strict=True)) for k in K_ROWS]  # q3 . k_j
+
+
+def _pool(weights):
+    return [sum(w * v[c] for w, v in zip(weights, V_ROWS, strict=True)) for c in range(3)]
+
+
+def test_worked_example_by_hand_is_the_data_module_example():
+    example = three_token_example(torch.float64)
+    assert example.inputs.tolist() == X_TOKENS
+    assert example.w_query.tolist() == W_Q and example.w_key.tolist() == W_K and example.w_value.tolist() == W_V
+    assert K_ROWS == [[0, 1, 1], [4, 4, 0], [2, 3, 1]]
+    assert TOKEN2_SCORES == [4, 16, 12] and TOKEN3_SCORES == [4, 12, 10]
+
+
+X4 = [2, 0, 1, 1]  # the new token of the exercises
+Q4 = _row_times(X4, W_Q)  # [2, 1, 4]
+K4 = _row_times(X4, W_K)  # [1, 2, 2]
+SCORES4 = [sum(a * b for a, b in zip(Q4, k, strict=True)) for k in K_ROWS]  # q4 . k_j = [5, 12, 11]
+OUTPUT4 = _pool(_softmax(SCORES4).tolist())
+
+
+def test_new_token_by_hand():
+    assert list(NEW_TOKEN) == X4
+    assert Q4 == [2, 1, 4] and K4 == [1, 2, 2] and SCORES4 == [5, 12, 11]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [torch.tensor(K4, dtype=torch.float64), torch.tensor(K4, dtype=torch.float32), torch.tensor([1.0, 2.0, 2.00001])],
+    ids=["float64", "float32", "close"],
+)
+def test_check_new_token_key_right_answer(answer):
+    feedback = check_new_token_key(answer)
+    assert_correct(feedback)
+    assert "[1, 2, 2]" in repr(feedback)
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None"]),
+        ([1, 2, 2], ["torch.Tensor", "list"]),
+        (torch.zeros(1, 3), ["shape (3,)", "(1, 3)"]),
+        (torch.tensor(Q4, dtype=torch.float64), ["wrong matrix", "W_K"]),
+        (torch.tensor(_row_times(X4, W_V), dtype=torch.float64), ["wrong matrix", "W_K"]),
+        (torch.tensor([9.0, 9.0, 9.0]), ["[2, 0, 1, 1]", "W_K"]),
+    ],
+    ids=["none", "list", "shape", "query", "value", "other"],
+)
+def test_check_new_token_key_hints(answer, words):
+    assert_hint(check_new_token_key(answer), *words)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [torch.tensor(SCORES4, dtype=torch.float64), torch.tensor(SCORES4, dtype=torch.float32)],
+    ids=["float64", "float32"],
+)
+def test_check_new_token_scores_right_answer(answer):
+    feedback = check_new_token_scores(answer)
+    assert_correct(feedback)
+    assert "[5, 12, 11]" in repr(feedback)
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None"]),
+        (torch.zeros(3, 1), ["shape (3,)", "(3, 1)"]),
+        (torch.tensor([s / math.sqrt(3) for s in SCORES4]), ["scaled", "unscaled"]),
+        (_softmax(SCORES4), ["weights", "before the softmax"]),
+        (torch.tensor([sum(a * b for a, b in zip(q, K4, strict=True)) for q in Q_ROWS]), ["swapped", "query"]),
+        (torch.tensor([1.0, 2.0, 3.0]), ["q4 . k_j", "W_Q"]),
+    ],
+    ids=["none", "shape", "scaled", "softmax", "swapped", "other"],
+)
+def test_check_new_token_scores_hints(answer, words):
+    assert_hint(check_new_token_scores(answer), *words)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [torch.tensor(OUTPUT4, dtype=torch.float64), torch.tensor(OUTPUT4, dtype=torch.float32)],
+    ids=["float64", "float32"],
+)
+def test_check_new_token_output_right_answer(answer):
+    assert_correct(check_new_token_output(answer))
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None"]),
+        ("output", ["torch.Tensor", "str"]),
+        (torch.tensor(_pool(_softmax([s / math.sqrt(3) for s in SCORES4]).tolist())), ["scaled", "unscaled"]),
+        (torch.tensor(_pool(SCORES4)), ["softmax", "before"]),
+        (
+            torch.tensor(
+                [sum(w * k[c] for w, k in zip(_softmax(SCORES4).tolist(), K_ROWS, strict=True)) for c in range(3)]
+            ),
+            ["values V", "not the keys"],
+        ),
+        (torch.tensor([0.0, 0.0, 0.0]), ["softmax", "@ V"]),
+    ],
+    ids=["none", "str", "scaled", "no-softmax", "keys", "other"],
+)
+def test_check_new_token_output_hints(answer, words):
+    assert_hint(check_new_token_output(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# Notebook 05, masks: True = may attend
+# ----------------------------------------------------------------------------------------------
+
+T, F_ = True, False
+PADDING = [[T, T, F_, F_, F_], [T, T, T, T, F_]]  # valid lengths 2 and 4 of 5 positions
+CAUSAL = [[T, F_, F_, F_], [T, T, F_, F_], [T, T, T, F_], [T, T, T, T]]
+PADDING_CAUSAL = [[T, F_, F_, F_], [T, T, F_, F_], [T, T, T, F_], [T, T, T, F_]]  # valid length 3: column 4 hidden
+
+
+def _flip(rows):
+    return [[not v for v in row] for row in rows]
+
+
+@pytest.mark.parametrize(
+    "mask",
+    [torch.tensor(PADDING), torch.arange(5) < torch.tensor([[2], [4]])],
+    ids=["literal", "comparison"],
+)
+def test_check_padding_mask_right_answer(mask):
+    feedback = check_padding_mask(mask)
+    assert_correct(feedback)
+    assert "padding" in repr(feedback)
+
+
+@pytest.mark.parametrize(
+    "mask, words",
+    [
+        (None, ["replace None", "(2, 5) bool tensor"]),
+        (PADDING, ["torch.Tensor", "list"]),
+        (torch.tensor(PADDING).T, ["expected shape (2, 5)", "got (5, 2)"]),
+        (torch.tensor(PADDING)[:, :4], ["expected shape (2, 5)", "got (2, 4)"]),
+        (torch.tensor(PADDING).long(), ["bool tensor", "True = may attend", "torch.int64", ".bool()"]),
+        (torch.tensor(PADDING).float(), ["bool tensor", "torch.float32"]),
+        (torch.tensor(_flip(PADDING)), ["polarity is reversed", "padding is False"]),
+        (torch.tensor([[T, T, T, F_, F_], [T, T, T, T, T]]), ["off by one", "use < rather than <="]),
+        (torch.tensor([[T, T, F_, F_, F_], [T, T, T, F_, F_]]), ["k < valid_lens[b]"]),
+    ],
+    ids=["none", "list", "transposed", "shape", "int", "float", "reversed", "off-by-one", "other"],
+)
+def test_check_padding_mask_hints(mask, words):
+    assert_hint(check_padding_mask(mask), *words)
+
+
+@pytest.mark.parametrize("mask", [torch.tensor(CAUSAL), torch.tril(torch.ones(4, 4)).bool()], ids=["literal", "tril"])
+def test_check_causal_mask_right_answer(mask):
+    feedback = check_causal_mask(mask)
+    assert_correct(feedback)
+    assert "never the future" in repr(feedback)
+
+
+@pytest.mark.parametrize(
+    "mask, words",
+    [
+        (None, ["replace None", "(4, 4) bool tensor"]),
+        (np.array(CAUSAL), ["torch.Tensor", "ndarray"]),
+        (torch.tensor(CAUSAL)[:3], ["expected shape (4, 4)", "got (3, 4)"]),
+        (torch.tensor(CAUSAL).int(), ["bool tensor", "torch.int32"]),
+        (torch.tensor(CAUSAL).double(), ["bool tensor", "torch.float64"]),
+        (torch.tensor(_flip(CAUSAL)), ["polarity is reversed"]),
+        (torch.tensor(CAUSAL).T.contiguous(), ["transposed", "torch.tril"]),
+        (torch.tensor([[F_, F_, F_, F_], [T, F_, F_, F_], [T, T, F_, F_], [T, T, T, F_]]), ["keep the diagonal"]),
+        (torch.ones(4, 4, dtype=torch.bool), ["row i must be True in columns 0..i"]),
+    ],
+    ids=["none", "numpy", "shape", "int", "float", "reversed", "transposed", "tril-minus-1", "other"],
+)
+def test_check_causal_mask_hints(mask, words):
+    assert_hint(check_causal_mask(mask), *words)
+
+
+@pytest.mark.parametrize(
+    "mask",
+    [torch.tensor(PADDING_CAUSAL), torch.tril(torch.ones(4, 4)).bool() & (torch.arange(4) < 3)],
+    ids=["literal", "tril-and-padding"],
+)
+def test_check_padding_causal_mask_right_answer(mask):
+    feedback = check_padding_causal_mask(mask)
+    assert_correct(feedback)
+    assert "AND" in repr(feedback)
+
+
+PADDING_ALONE = [[T, T, T, F_]] * 4
+CAUSAL_OR_PADDING = [[T, T, T, F_], [T, T, T, F_], [T, T, T, F_], [T, T, T, T]]
+
+
+@pytest.mark.parametrize(
+    "mask, words",
+    [
+        (None, ["replace None", "(4, 4) bool tensor"]),
+        (PADDING_CAUSAL, ["torch.Tensor", "list"]),
+        (torch.tensor([PADDING_CAUSAL]), ["expected shape (4, 4)", "got (1, 4, 4)"]),
+        (torch.tensor(PADDING_CAUSAL).long(), ["bool tensor", "torch.int64"]),
+        (torch.tensor(CAUSAL_OR_PADDING), ["OR lets a query see", "(&)"]),
+        (torch.tensor(CAUSAL), ["causal mask alone", "column 4"]),
+        (torch.tensor(PADDING_ALONE), ["padding mask alone", "torch.tril"]),
+        (torch.tensor(_flip(PADDING_CAUSAL)), ["combine the causal mask and the padding mask with &"]),
+    ],
+    ids=["none", "list", "3-D", "int", "or", "causal-alone", "padding-alone", "other"],
+)
+def test_check_padding_causal_mask_hints(mask, words):
+    assert_hint(check_padding_causal_mask(mask), *words)

@@ -8,7 +8,14 @@ import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
 
-from attn_course import KERNELS, AdditiveAttention, DotProductAttention, NWKernelRegression, nadaraya_watson
+from attn_course import (
+    KERNELS,
+    AdditiveAttention,
+    DotProductAttention,
+    NWKernelRegression,
+    causal_mask,
+    nadaraya_watson,
+)
 from attn_course.data import toy_regression
 
 
@@ -409,3 +416,58 @@ def test_nw_layer_forward_errors_name_the_argument():
         model([0.5], torch.zeros(3), torch.zeros(3))
     with pytest.raises(ValueError, match=r"mask must have shape \(Q, K\) = \(2, 3\), got \(3, 3\)"):
         model(torch.zeros(2), torch.zeros(3), torch.zeros(3), torch.ones(3, 3, dtype=torch.bool))
+
+
+# ----------------------------------------------------------------------------------------------
+# DotProductAttention with a boolean mask (True = may attend)
+# ----------------------------------------------------------------------------------------------
+
+
+def _tril(n):
+    return torch.tril(torch.ones(n, n)).bool()  # (Q, K): query i sees keys 0..i
+
+
+def test_dot_product_attention_causal_mask_matches_torch_is_causal(dtype, gen, call_unmodified):
+    queries, keys, values = _qkv(gen, dtype, q=5, k=5)
+    layer = DotProductAttention(dropout=0.0).eval()
+    output = call_unmodified(layer, queries, keys, values, None, causal_mask(5))
+    assert output.dtype == dtype and output.shape == (2, 5, 6)
+    assert_close(output, F.scaled_dot_product_attention(queries, keys, values, is_causal=True))
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(4)
+    assert_close(layer.attention_weights, torch.softmax(scores.masked_fill(~_tril(5), -math.inf), -1))
+    assert (layer.attention_weights.triu(1) == 0).all()
+
+
+@pytest.mark.parametrize("valid_lens", [torch.tensor([3, 5]), torch.tensor([[1, 2, 2, 2, 2], [1, 2, 3, 4, 5]])])
+def test_dot_product_attention_causal_and_padding_matches_torch_attn_mask(valid_lens, dtype, gen):
+    queries, keys, values = _qkv(gen, dtype, q=5, k=5)
+    layer = DotProductAttention().eval()
+    output = layer(queries, keys, values, valid_lens, mask=causal_mask(5))
+    attn_mask = _tril(5) & _bool_mask(valid_lens, 5, 5)  # every row keeps key 0
+    assert_close(output, F.scaled_dot_product_attention(queries, keys, values, attn_mask=attn_mask))
+    assert (layer.attention_weights[~attn_mask] == 0).all()
+
+
+def test_dot_product_attention_with_causal_mask_is_invariant_to_padding(gen):
+    queries, keys, values = _qkv(gen, torch.float32, q=4, k=4)
+    valid_lens = torch.tensor([2, 3])
+    keys2, values2 = keys.clone(), values.clone()
+    keys2[0, 2:], values2[0, 2:] = 100.0, -100.0
+    keys2[1, 3:], values2[1, 3:] = -100.0, 100.0
+    layer = DotProductAttention().eval()
+    out1 = layer(queries, keys, values, valid_lens, causal_mask(4))
+    out2 = layer(queries, keys2, values2, valid_lens, causal_mask(4))
+    assert torch.equal(out1[0, :2], out2[0, :2]) and torch.equal(out1[1, :3], out2[1, :3])
+
+
+@pytest.mark.parametrize(
+    "mask, error, match",
+    [
+        (torch.ones(3, 5), TypeError, r"mask must be a bool tensor \(True = may attend\), got torch\.float32"),
+        (torch.ones(3, 4, dtype=torch.bool), ValueError, r"mask must broadcast .* = \(2, 3, 5\), got \(3, 4\)"),
+    ],
+    ids=["float", "shape"],
+)
+def test_dot_product_attention_mask_error_messages(mask, error, match):
+    with pytest.raises(error, match=match):
+        DotProductAttention()(torch.zeros(2, 3, 4), torch.zeros(2, 5, 4), torch.zeros(2, 5, 6), mask=mask)

@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from attn_course import masked_softmax, sequence_mask
+from attn_course import causal_mask, masked_softmax, sequence_mask
 
 
 def _mask_by_loop(valid_lens, num_keys):
@@ -196,3 +196,188 @@ S = torch.zeros(2, 3, 5)
 def test_masked_softmax_error_messages(scores, valid_lens, error, match):
     with pytest.raises(error, match=match):
         masked_softmax(scores, valid_lens)
+
+
+# ----------------------------------------------------------------------------------------------
+# causal_mask
+# ----------------------------------------------------------------------------------------------
+
+
+def test_causal_mask_hand_computed_square():
+    got = causal_mask(3)
+    expected = torch.tensor([[True, False, False], [True, True, False], [True, True, True]])
+    assert got.dtype == torch.bool
+    assert torch.equal(got, expected)
+
+
+def test_causal_mask_hand_computed_more_keys_than_queries():
+    # the 2 queries are the last 2 of 4 positions: query 0 is position 2 (sees keys 0-2), query 1 is position 3
+    got = causal_mask(2, 4)
+    assert torch.equal(got, torch.tensor([[True, True, True, False], [True, True, True, True]]))
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 8])
+def test_causal_mask_equals_tril_of_ones(n):
+    expected = torch.tril(torch.ones(n, n)).bool()
+    assert torch.equal(causal_mask(n), expected)
+    assert torch.equal(causal_mask(n, n), expected)
+
+
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        ((0,), r"num_queries must be an integer >= 1, got 0"),
+        ((-2,), r"num_queries must be an integer >= 1, got -2"),
+        ((2.0,), r"num_queries must be an integer >= 1, got 2\.0"),
+        ((True,), r"num_queries must be an integer >= 1, got True"),
+        (("3",), r"num_queries must be an integer >= 1, got '3'"),
+        ((3, 2), r"num_keys must be an integer >= num_queries = 3, got 2"),
+        ((3, 4.0), r"num_keys must be an integer >= num_queries = 3, got 4\.0"),
+        ((3, True), r"num_keys must be an integer >= num_queries = 3, got True"),
+    ],
+    ids=["zero", "negative", "float", "bool", "str", "fewer-keys", "float-keys", "bool-keys"],
+)
+def test_causal_mask_error_messages(args, match):
+    with pytest.raises(ValueError, match=match):
+        causal_mask(*args)
+
+
+# ----------------------------------------------------------------------------------------------
+# masked_softmax with a boolean mask (True = may attend), alone or with valid_lens
+# ----------------------------------------------------------------------------------------------
+
+
+def _reference_masked_softmax(scores, allowed):
+    """torch.softmax over scores.masked_fill(~allowed, -inf) on rows with an allowed key; zeros elsewhere."""
+    allowed = allowed.expand_as(scores)
+    expected = torch.zeros_like(scores)
+    rows = allowed.any(-1)  # (B, Q)
+    expected[rows] = torch.softmax(scores.masked_fill(~allowed, -math.inf)[rows], dim=-1)
+    return expected
+
+
+@pytest.mark.parametrize("mask_shape", [(3, 5), (2, 3, 5), (2, 1, 5)], ids=["(Q, K)", "(B, Q, K)", "(B, 1, K)"])
+def test_masked_softmax_with_mask_matches_torch_softmax_with_minus_inf(mask_shape, dtype, gen, call_unmodified):
+    scores = torch.randn(2, 3, 5, generator=gen, dtype=dtype) * 3
+    mask = torch.rand(mask_shape, generator=gen) < 0.6
+    mask[..., 0] = True  # every row keeps at least one key
+    got = call_unmodified(masked_softmax, scores, mask=mask)
+    assert got.dtype == dtype and got.shape == (2, 3, 5)
+    assert_close(got, torch.softmax(scores.masked_fill(~mask, -math.inf), dim=-1))
+    full = mask.expand(2, 3, 5)
+    assert (got[~full] == 0).all()
+    assert_close(got.sum(-1), torch.ones(2, 3, dtype=dtype))
+
+
+def test_masked_softmax_causal_mask_hand_computed():
+    scores = torch.tensor([[[1.0, 2.0, 3.0], [1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]], dtype=torch.float64)
+    e1, e2, e3 = math.exp(1.0), math.exp(2.0), math.exp(3.0)
+    expected = torch.tensor(
+        [[[1.0, 0.0, 0.0], [e1 / (e1 + e2), e2 / (e1 + e2), 0.0], [e1, e2, e3]]], dtype=torch.float64
+    )
+    expected[0, 2] /= e1 + e2 + e3
+    assert_close(masked_softmax(scores, mask=causal_mask(3)), expected)
+
+
+def test_masked_softmax_all_true_mask_is_the_plain_softmax(dtype, gen):
+    scores = torch.randn(2, 3, 4, generator=gen, dtype=dtype)
+    assert_close(masked_softmax(scores, mask=torch.ones(3, 4, dtype=torch.bool)), torch.softmax(scores, dim=-1))
+
+
+@pytest.mark.parametrize(
+    "valid_lens",
+    [torch.tensor([2, 5]), torch.tensor([[1, 4, 5], [3, 0, 2]])],
+    ids=["(B,)", "(B, Q)"],
+)
+@pytest.mark.parametrize("mask_kind", ["causal (Q, K)", "random (B, Q, K)", "random (B, 1, K)"])
+def test_masked_softmax_combines_mask_and_valid_lens_with_and(valid_lens, mask_kind, dtype, gen, call_unmodified):
+    scores = torch.randn(2, 3, 5, generator=gen, dtype=dtype) * 3
+    if mask_kind.startswith("causal"):
+        mask = causal_mask(3, 5)
+    else:
+        mask = torch.rand((2, 3, 5) if "Q, K" in mask_kind else (2, 1, 5), generator=gen) < 0.5
+    lens = valid_lens if valid_lens.ndim == 2 else valid_lens[:, None].expand(2, 3)
+    allowed = _mask_by_loop(lens, 5) & mask  # (B, Q, K): a key must pass both
+    got = call_unmodified(masked_softmax, scores, valid_lens, mask)
+    assert_close(got, _reference_masked_softmax(scores, allowed))
+    assert (got[~allowed] == 0).all()
+    assert (got[allowed] > 0).all()
+    rows = allowed.any(-1)
+    assert_close(got.sum(-1)[rows], torch.ones(int(rows.sum()), dtype=dtype))
+    assert (got[~rows] == 0).all()
+    # the same as handing masked_softmax the combined mask alone
+    assert torch.equal(got, masked_softmax(scores, mask=allowed))
+
+
+def test_masked_softmax_ignores_whatever_masked_scores_hold(dtype, gen):
+    scores = torch.randn(2, 4, 4, generator=gen, dtype=dtype)
+    mask = causal_mask(4)
+    changed = scores.clone()
+    changed[:, ~mask] = torch.tensor([1e30, -1e30, 7.0, 1e4, 0.0, -3.0], dtype=dtype)  # the 6 cells above the diagonal
+    assert torch.equal(masked_softmax(changed, mask=mask), masked_softmax(scores, mask=mask))
+
+
+@pytest.mark.parametrize("valid_lens", [None, torch.tensor([3, 3])], ids=["mask-only", "with-valid_lens"])
+def test_masked_softmax_row_with_nothing_allowed_is_zero_with_finite_gradient(valid_lens, dtype, gen):
+    scores = torch.randn(2, 3, 3, generator=gen, dtype=dtype, requires_grad=True)
+    mask = torch.tensor([[True, False, True], [False, False, False], [False, True, False]])  # (Q, K): query 1 empty
+    weights = masked_softmax(scores, valid_lens, mask)
+    assert not weights.isnan().any()
+    assert (weights[:, 1] == 0).all()
+    assert_close(weights[:, [0, 2]].sum(-1), torch.ones(2, 2, dtype=dtype))
+    (weights * torch.randn(2, 3, 3, generator=gen, dtype=dtype)).sum().backward()
+    assert torch.isfinite(scores.grad).all()
+    assert (scores.grad[:, ~mask] == 0).all()  # masked scores get no gradient
+
+
+def test_masked_softmax_with_mask_gradient_matches_torch_softmax(gen):
+    scores = torch.randn(2, 4, 4, generator=gen, dtype=torch.float64, requires_grad=True)
+    probe = torch.randn(2, 4, 4, generator=gen, dtype=torch.float64)
+    mask = causal_mask(4)
+    (masked_softmax(scores, torch.tensor([4, 2]), mask) * probe).sum().backward()
+    ours = scores.grad.clone()
+    scores.grad = None
+    allowed = mask & _mask_by_loop(torch.tensor([[4] * 4, [2] * 4]), 4)
+    (torch.softmax(scores.masked_fill(~allowed, -math.inf), -1) * probe).sum().backward()
+    assert_close(ours, scores.grad)
+
+
+@pytest.mark.parametrize(
+    "mask, error, match",
+    [
+        (
+            torch.ones(3, 5, dtype=torch.int64),
+            TypeError,
+            r"mask must be a bool tensor \(True = may attend\), got torch\.int64",
+        ),
+        (torch.ones(3, 5), TypeError, r"mask must be a bool tensor \(True = may attend\), got torch\.float32"),
+        ([[True] * 5] * 3, TypeError, r"mask must be a bool tensor \(True = may attend\), got list"),
+        (np.ones((3, 5), dtype=bool), TypeError, r"mask must be a bool tensor \(True = may attend\), got ndarray"),
+        (
+            torch.ones(3, 4, dtype=torch.bool),
+            ValueError,
+            r"mask must broadcast to the scores' shape \(B, Q, K\) = \(2, 3, 5\), got \(3, 4\)",
+        ),
+        (torch.ones(3, dtype=torch.bool), ValueError, r"mask must broadcast .* = \(2, 3, 5\), got \(3,\)"),
+        (torch.ones(4, 3, 5, dtype=torch.bool), ValueError, r"mask must broadcast .* = \(2, 3, 5\), got \(4, 3, 5\)"),
+        (torch.ones(2, 5, 3, dtype=torch.bool), ValueError, r"mask must broadcast .* = \(2, 3, 5\), got \(2, 5, 3\)"),
+    ],
+    ids=["int", "float", "list", "numpy", "(Q, K-1)", "(Q,)", "batch-4", "transposed"],
+)
+def test_masked_softmax_mask_error_messages(mask, error, match):
+    with pytest.raises(error, match=match):
+        masked_softmax(torch.zeros(2, 3, 5), mask=mask)
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 3, 5), (2, 2, 3, 5)], ids=["(1, 1, Q, K)", "(B, H, Q, K)"])
+def test_masked_softmax_rejects_a_mask_with_more_axes_than_the_scores(shape):
+    """The docstring says broadcastable *to* (B, Q, K): a 4-D mask (B, H, Q, K) must not make the weights 4-D."""
+    with pytest.raises(ValueError, match=r"mask must broadcast to the scores' shape \(B, Q, K\) = \(2, 3, 5\)"):
+        masked_softmax(torch.zeros(2, 3, 5), mask=torch.ones(shape, dtype=torch.bool))
+
+
+def test_masked_softmax_mask_errors_are_checked_alongside_valid_lens():
+    with pytest.raises(TypeError, match=r"mask must be a bool tensor"):
+        masked_softmax(torch.zeros(2, 3, 5), torch.tensor([1, 2]), torch.ones(3, 5))
+    with pytest.raises(ValueError, match=r"valid_lens.*\[0, 5\].*got 6"):
+        masked_softmax(torch.zeros(2, 3, 5), torch.tensor([1, 6]), torch.ones(3, 5, dtype=torch.bool))

@@ -173,6 +173,84 @@ def test_show_heatmaps_error_messages(matrices, kwargs, match):
 
 
 # ----------------------------------------------------------------------------------------------
+# show_heatmaps: one list of tick labels per panel (sequences with different tokens)
+# ----------------------------------------------------------------------------------------------
+
+
+def _shared_x(ax):
+    return len(ax.get_shared_x_axes().get_siblings(ax))
+
+
+def test_show_heatmaps_per_panel_labels_each_panel_shows_its_own():
+    keys = [["a", "b", "c", "d"], ["e", "f", "g", "h"], ["i", "j", "k", "l"], ["m", "n", "o", "p"]]
+    queries = [["A", "B", "C"], ["D", "E", "F"], ["G", "H", "I"], ["J", "K", "L"]]
+    fig = show_heatmaps(_rand(2, 2, 3, 4), xticklabels=keys, yticklabels=queries, titles=["1", "2", "3", "4"])
+    panels = _panels(fig)
+    assert len(panels) == 4 and len(_colorbars(fig)) == 1
+    for i, ax in enumerate(panels):
+        row, col = divmod(i, 2)
+        assert [t.get_text() for t in ax.get_xticklabels()] == keys[i]  # inner panels too
+        assert [t.get_text() for t in ax.get_yticklabels()] == queries[i]
+        assert _shared_x(ax) == 1  # panels with their own labels do not share axes
+        assert ax.get_xlabel() == ("Keys" if row == 1 else "")
+        assert ax.get_ylabel() == ("Queries" if col == 0 else "")
+
+
+def test_show_heatmaps_per_panel_tuples_for_one_axis_only():
+    keys = (("w1", "w2", "<pad>"), ("w1", "w2", "w3"))
+    fig = show_heatmaps(_rand(2, 2, 3), xticklabels=keys, yticklabels=["q1", "q2"])
+    left, right = _panels(fig)
+    assert [t.get_text() for t in left.get_xticklabels()] == ["w1", "w2", "<pad>"]
+    assert [t.get_text() for t in right.get_xticklabels()] == ["w1", "w2", "w3"]
+    assert [t.get_text() for t in right.get_yticklabels()] == ["q1", "q2"]
+
+
+def test_show_heatmaps_one_list_for_all_panels_shares_axes():
+    fig = show_heatmaps(_rand(2, 3, 4), xticklabels=["a", "b", "c", "d"])
+    left, right = _panels(fig)
+    assert _shared_x(left) == 2 and _shared_x(right) == 2
+    assert [t.get_text() for t in right.get_yticklabels()] == []  # shared: query labels on the first panel only
+
+
+def test_show_heatmaps_identical_per_panel_lists_behave_like_one_list():
+    fig = show_heatmaps(_rand(2, 3, 4), yticklabels=[["x", "y", "z"], ["x", "y", "z"]])
+    left, right = _panels(fig)
+    assert [t.get_text() for t in left.get_yticklabels()] == ["x", "y", "z"]
+    assert [t.get_text() for t in right.get_yticklabels()] == []
+    assert _shared_x(left) == 2
+
+
+def test_show_heatmaps_per_panel_labels_on_given_axes():
+    fig, ax = plt.subplots()
+    result = show_heatmaps(_rand(2, 3), ax=ax, xticklabels=[["a", "b", "c"]], yticklabels=[["p", "q"]])
+    assert result is fig and plt.get_fignums() == [fig.number]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "c"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["p", "q"]
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"xticklabels": [["a", "b", "c", "d"]] * 3}, r"xticklabels must hold one list per panel \(4\), got 3 lists"),
+        ({"yticklabels": [["a", "b", "c"]] * 5}, r"yticklabels must hold one list per panel \(4\), got 5 lists"),
+        (
+            {"xticklabels": [["a", "b", "c", "d"]] * 3 + [["a", "b", "c"]]},
+            r"xticklabels must hold 4 labels \(one per key\), got 3",
+        ),
+        (
+            {"yticklabels": [("a", "b", "c"), ("a", "b")] + [("a", "b", "c")] * 2},
+            r"yticklabels must hold 3 labels \(one per query\), got 2",
+        ),
+    ],
+    ids=["x-too-few-lists", "y-too-many-lists", "x-short-list", "y-short-tuple"],
+)
+def test_show_heatmaps_per_panel_label_error_messages(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        show_heatmaps(_rand(2, 2, 3, 4), **kwargs)
+    assert plt.get_fignums() == []
+
+
+# ----------------------------------------------------------------------------------------------
 # plot_regression, plot_kernels, plot_query_weights, plot_nw_fit
 # ----------------------------------------------------------------------------------------------
 

@@ -20,6 +20,8 @@ SUBMODULES = [
     "scoring",
     "scaling",
     "cost",
+    "selfattention",
+    "gallery",
     "layers",
     "plotting",
     "widgets",

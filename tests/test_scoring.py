@@ -8,7 +8,13 @@ import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
 
-from attn_course import additive_scores, attention_pooling, dot_product_scores, scaled_dot_product_attention
+from attn_course import (
+    additive_scores,
+    attention_pooling,
+    causal_mask,
+    dot_product_scores,
+    scaled_dot_product_attention,
+)
 
 
 def _bool_mask(valid_lens, num_q, num_k):
@@ -268,3 +274,97 @@ def test_public_scoring_helpers_name_the_bad_argument(call, match):
     """These functions are public (attn_course.__all__), so bad shapes must be reported by name (STYLE 5)."""
     with pytest.raises((ValueError, TypeError), match=match):
         call()
+
+
+# ----------------------------------------------------------------------------------------------
+# Boolean masks (True = may attend): causal, and causal & padding
+# ----------------------------------------------------------------------------------------------
+
+
+def _tril(n):
+    return torch.tril(torch.ones(n, n)).bool()  # (Q, K): query i sees keys 0..i
+
+
+def test_attention_pooling_with_a_causal_mask_hand_computed():
+    scores = torch.zeros(1, 3, 3)
+    values = torch.tensor([[[3.0, 30.0], [6.0, 60.0], [9.0, 90.0]]])
+    output, weights = attention_pooling(scores, values, mask=causal_mask(3))
+    third = 1 / 3
+    assert_close(weights, torch.tensor([[[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [third, third, third]]]))
+    assert_close(output, torch.tensor([[[3.0, 30.0], [4.5, 45.0], [6.0, 60.0]]]))
+
+
+def test_attention_pooling_combines_mask_and_valid_lens(dtype, gen, call_unmodified):
+    scores = torch.randn(2, 4, 4, generator=gen, dtype=dtype)
+    values = torch.randn(2, 4, 3, generator=gen, dtype=dtype)
+    valid_lens = torch.tensor([2, 4])
+    out, weights = call_unmodified(attention_pooling, scores, values, valid_lens, None, _tril(4))
+    allowed = _tril(4) & _bool_mask(valid_lens, 4, 4)
+    expected_w = torch.softmax(scores.masked_fill(~allowed, -math.inf), -1)  # every row keeps key 0
+    assert_close(weights, expected_w)
+    assert_close(out, torch.matmul(expected_w, values))
+
+
+def test_sdpa_causal_mask_matches_torch_is_causal(dtype, gen, call_unmodified):
+    queries, keys, values = _qkv(gen, dtype, q=5, k=5)
+    mask = causal_mask(5)
+    output, weights = call_unmodified(scaled_dot_product_attention, queries, keys, values, mask=mask)
+    assert output.dtype == dtype and output.shape == (2, 5, 6)
+    assert_close(output, F.scaled_dot_product_attention(queries, keys, values, is_causal=True))
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(4)
+    assert_close(weights, torch.softmax(scores.masked_fill(~_tril(5), -math.inf), -1))
+    assert (weights.triu(1) == 0).all()  # nothing from the future, exactly
+
+
+@pytest.mark.parametrize("valid_lens", [torch.tensor([2, 5]), torch.tensor([[1, 2, 3, 3, 3], [5, 4, 1, 2, 5]])])
+def test_sdpa_causal_and_padding_matches_torch_attn_mask(valid_lens, dtype, gen):
+    queries, keys, values = _qkv(gen, dtype, q=5, k=5)
+    attn_mask = _tril(5) & _bool_mask(valid_lens, 5, 5)  # (B, Q, K); key 0 is allowed in every row
+    expected = F.scaled_dot_product_attention(queries, keys, values, attn_mask=attn_mask)
+    output, weights = scaled_dot_product_attention(queries, keys, values, valid_lens, causal_mask(5))
+    assert_close(output, expected)
+    assert (weights[~attn_mask] == 0).all()
+    assert_close(weights.sum(-1), torch.ones(2, 5, dtype=dtype))
+    # the combined mask alone gives the same
+    assert torch.equal(output, scaled_dot_product_attention(queries, keys, values, mask=attn_mask)[0])
+
+
+def test_sdpa_with_causal_mask_is_invariant_to_padded_keys_and_values(dtype, gen):
+    queries, keys, values = _qkv(gen, dtype, q=5, k=5)
+    valid_lens = torch.tensor([3, 4])
+    keys2, values2 = keys.clone(), values.clone()
+    keys2[0, 3:], values2[0, 3:] = 1e3, -1e3
+    keys2[1, 4:] = torch.randn(1, 4, generator=gen, dtype=dtype) * 100
+    values2[1, 4:] = torch.randn(1, 6, generator=gen, dtype=dtype) * 100
+    out1, w1 = scaled_dot_product_attention(queries, keys, values, valid_lens, causal_mask(5))
+    out2, w2 = scaled_dot_product_attention(queries, keys2, values2, valid_lens, causal_mask(5))
+    assert torch.equal(out1[0, :3], out2[0, :3])  # real positions of sequence 0
+    assert torch.equal(out1[1, :4], out2[1, :4])
+    assert torch.equal(w1, w2)  # no query, padded or not, attends to a padded key
+
+
+def test_sdpa_with_causal_mask_output_ignores_the_future(gen):
+    queries, keys, values = _qkv(gen, torch.float64, q=5, k=5)
+    keys2, values2 = keys.clone(), values.clone()
+    keys2[:, 3:] += 10.0  # positions 3 and 4 change
+    values2[:, 3:] -= 10.0
+    out1, _ = scaled_dot_product_attention(queries, keys, values, mask=causal_mask(5))
+    out2, _ = scaled_dot_product_attention(queries, keys2, values2, mask=causal_mask(5))
+    assert torch.equal(out1[:, :3], out2[:, :3])  # queries 0-2 see only keys 0-2
+    assert not torch.allclose(out1[:, 3:], out2[:, 3:])
+
+
+@pytest.mark.parametrize(
+    "mask, error, match",
+    [
+        (torch.ones(3, 5), TypeError, r"mask must be a bool tensor \(True = may attend\), got torch\.float32"),
+        (torch.ones(3, 5, dtype=torch.int64), TypeError, r"mask must be a bool tensor.*got torch\.int64"),
+        (torch.ones(3, 4, dtype=torch.bool), ValueError, r"mask must broadcast .* = \(2, 3, 5\), got \(3, 4\)"),
+    ],
+    ids=["float", "int", "shape"],
+)
+def test_sdpa_and_attention_pooling_mask_error_messages(mask, error, match):
+    with pytest.raises(error, match=match):
+        scaled_dot_product_attention(QS, KS, VS, mask=mask)
+    with pytest.raises(error, match=match):
+        attention_pooling(torch.zeros(2, 3, 5), VS, mask=mask)

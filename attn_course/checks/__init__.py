@@ -10,6 +10,8 @@ from ._feedback import Feedback
 from .nb01 import check_epanechnikov, check_leave_one_out_mask, check_nw_weights, check_pooling_limit
 from .nb02 import check_convex_bound, check_lagrange_weight, check_nearest_neighbour_limit
 from .nb03 import check_bmm_shape, check_distance_scores, check_dot_variance, check_scaled_scores
+from .nb04 import check_new_token_key, check_new_token_output, check_new_token_scores
+from .nb05 import check_causal_mask, check_padding_causal_mask, check_padding_mask
 
 __all__ = [
     "Feedback",
@@ -24,4 +26,10 @@ __all__ = [
     "check_dot_variance",
     "check_distance_scores",
     "check_bmm_shape",
+    "check_new_token_key",
+    "check_new_token_scores",
+    "check_new_token_output",
+    "check_padding_mask",
+    "check_causal_mask",
+    "check_padding_causal_mask",
 ]

@@ -1,0 +1,97 @@
+"""Reading attention heatmaps: typical patterns and a masking demo (notebook 05).
+
+Rows are queries, columns are keys. The patterns below are made from constructed scores, so that
+each picture has a known cause.
+"""
+
+from __future__ import annotations
+
+import torch
+from matplotlib.figure import Figure
+
+from .masking import causal_mask, masked_softmax
+from .plotting import show_heatmaps
+
+__all__ = ["PATTERNS", "pattern_scores", "plot_pattern_gallery", "plot_masking_demo"]
+
+PATTERNS = ("diagonal", "previous token", "uniform", "first token")
+
+
+def pattern_scores(kind: str, n: int = 6, strength: float = 4.0) -> torch.Tensor:
+    """Scores (n, n) whose softmax shows one typical pattern.
+
+    * ``"diagonal"``: each token attends to itself.
+    * ``"previous token"``: each token attends to the one before it (the first token to itself).
+    * ``"uniform"``: every score equal, so every weight is 1/n.
+    * ``"first token"``: every token attends to the first one (a common "resting place" in trained models).
+
+    Args:
+        kind: one of ``PATTERNS``.
+        n: number of tokens.
+        strength: the score given to the favoured key (others get 0); larger means sharper.
+    """
+    if kind not in PATTERNS:
+        raise ValueError(f"kind must be one of {list(PATTERNS)}, got {kind!r}")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+        raise ValueError(f"n must be an integer >= 2, got {n!r}")
+    scores = torch.zeros(n, n)
+    rows = torch.arange(n)
+    if kind == "diagonal":
+        scores[rows, rows] = strength
+    elif kind == "previous token":
+        scores[rows, (rows - 1).clamp(min=0)] = strength
+    elif kind == "first token":
+        scores[:, 0] = strength
+    return scores
+
+
+def plot_pattern_gallery(n: int = 6, strength: float = 4.0, tokens=None, axes=None) -> Figure:
+    """The four patterns of ``PATTERNS`` side by side, on one colour scale; ``axes``: four axes, or None."""
+    tokens = list(tokens) if tokens is not None else [f"t{i + 1}" for i in range(n)]
+    if len(tokens) != n:
+        raise ValueError(f"tokens must hold n = {n} names, got {len(tokens)}")
+    weights = torch.stack([torch.softmax(pattern_scores(kind, n, strength), dim=-1) for kind in PATTERNS])
+    return show_heatmaps(
+        weights,
+        ax=axes,
+        titles=list(PATTERNS),
+        xticklabels=tokens,
+        yticklabels=tokens,
+        figsize=(12.0, 3.4),
+        vmin=0.0,
+        vmax=1.0,
+    )
+
+
+def plot_masking_demo(
+    valid_len_1: int = 4, valid_len_2: int = 6, causal: bool = False, seed: int = 0, axes=None
+) -> Figure:
+    """Self-attention weights of two padded sequences of 6 positions: padding and, optionally, causal masks.
+
+    Args:
+        valid_len_1, valid_len_2: the real lengths of the two sequences (0 to 6); later positions are padding.
+        causal: also hide the future (query i sees keys 1..i).
+        seed: seed of the random scores.
+        axes: two axes, or None for a new figure.
+    """
+    length = 6
+    for name, value in (("valid_len_1", valid_len_1), ("valid_len_2", valid_len_2)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= length:
+            raise ValueError(f"{name} must be an integer in [0, {length}], got {value!r}")
+    gen = torch.Generator().manual_seed(seed)
+    scores = torch.randn(2, length, length, generator=gen)  # (B, Q, K) self-attention: Q = K = 6 positions
+    mask = causal_mask(length) if causal else None
+    weights = masked_softmax(scores, torch.tensor([valid_len_1, valid_len_2]), mask)  # (B, Q, K)
+    tokens = [[f"w{i + 1}" if i < n else "<pad>" for i in range(length)] for n in (valid_len_1, valid_len_2)]
+    fig = show_heatmaps(
+        weights,
+        ax=axes,
+        titles=[f"sequence 1: valid length {valid_len_1}", f"sequence 2: valid length {valid_len_2}"],
+        xticklabels=tokens,
+        yticklabels=tokens,
+        vmin=0.0,
+        vmax=1.0,
+        figsize=(9.0, 4.4),
+        suptitle=("padding + causal mask" if causal else "padding mask") + " (rows: queries)",
+    )
+    return fig

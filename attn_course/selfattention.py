@@ -1,0 +1,189 @@
+"""Self-attention by hand: every step of the worked 3-token example (notebook 04).
+
+Self-attention projects one sequence ``X`` (T tokens, one per row) three ways, ``Q = X W_Q``,
+``K = X W_K``, ``V = X W_V``, scores every pair of tokens, and mixes the values:
+``outputs = softmax(Q K^T [/ sqrt(D)]) V``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+
+from ._validate import require_float, require_rank, require_same_dtype, shape_str
+from .data import three_token_example
+from .plotting import _draw_matrix
+
+__all__ = [
+    "SelfAttentionSteps",
+    "self_attention_steps",
+    "show_matrix",
+    "plot_self_attention_steps",
+    "plot_worked_example",
+]
+
+
+class SelfAttentionSteps(NamedTuple):
+    """The intermediate results of single-head self-attention on one sequence of T tokens."""
+
+    queries: torch.Tensor  # (T, D) = X W_Q
+    keys: torch.Tensor  # (T, D) = X W_K
+    values: torch.Tensor  # (T, V) = X W_V
+    scores: torch.Tensor  # (T, T): row i holds q_i . k_j (divided by sqrt(D) if scaled)
+    weights: torch.Tensor  # (T, T): softmax of each row
+    weighted: torch.Tensor  # (T, T, V): [i, j] = weights[i, j] * v_j, what token j contributes to output i
+    outputs: torch.Tensor  # (T, V): row i = sum_j weighted[i, j]
+
+
+def self_attention_steps(
+    inputs: torch.Tensor, w_query: torch.Tensor, w_key: torch.Tensor, w_value: torch.Tensor, scale: bool = False
+) -> SelfAttentionSteps:
+    """Run single-head self-attention step by step.
+
+    Args:
+        inputs: (T, Din) one token per row.
+        w_query, w_key: (Din, D); w_value: (Din, V). Projections act on the right: ``Q = inputs @ w_query``.
+        scale: divide the scores by ``sqrt(D)`` (scaled dot product) or not (the worked example's plain one).
+
+    Returns:
+        ``SelfAttentionSteps`` with queries and keys (T, D), values (T, V), scores and weights (T, T),
+        weighted (T, T, V) and outputs (T, V).
+    """
+    require_float(inputs, "inputs")
+    require_rank(inputs, "inputs", (2,), "(T, Din)")
+    for name, w in (("w_query", w_query), ("w_key", w_key), ("w_value", w_value)):
+        require_float(w, name)
+        require_rank(w, name, (2,), "(Din, V)" if name == "w_value" else "(Din, D)")
+        require_same_dtype(w, name, inputs, "inputs")
+        if w.shape[0] != inputs.shape[1]:
+            raise ValueError(
+                f"{name}.shape[0] must be Din = {inputs.shape[1]} (inputs {shape_str(inputs.shape)}), "
+                f"got {name} of shape {shape_str(w.shape)}"
+            )
+    if w_query.shape[1] != w_key.shape[1]:
+        raise ValueError(
+            f"w_query and w_key must project to one size D, got {shape_str(w_query.shape)} and {shape_str(w_key.shape)}"
+        )
+    queries = inputs @ w_query  # (T, Din) x (Din, D) -> (T, D)
+    keys = inputs @ w_key  # (T, Din) x (Din, D) -> (T, D)
+    values = inputs @ w_value  # (T, Din) x (Din, V) -> (T, V)
+    scores = queries @ keys.T  # (T, D) x (D, T) -> (T, T)
+    if scale:
+        scores = scores / math.sqrt(queries.shape[1])  # (T, T)
+    weights = torch.softmax(scores, dim=-1)  # (T, T)
+    weighted = weights.unsqueeze(-1) * values.unsqueeze(0)  # (T, T, 1) * (1, T, V) -> (T, T, V)
+    outputs = weighted.sum(1)  # (T, T, V) -> (T, V): sum over the keys
+    return SelfAttentionSteps(queries, keys, values, scores, weights, weighted, outputs)
+
+
+def show_matrix(
+    matrix,
+    ax=None,
+    title: str = "",
+    row_labels=None,
+    col_labels=None,
+    fmt: str = ".2f",
+    cmap: str = "Blues",
+    figsize=(3.0, 2.4),
+) -> Figure:
+    """A small matrix as an annotated heatmap: every number written in its cell.
+
+    Args:
+        matrix: (R, C) tensor or array.
+        ax: axes to draw on, or None for a new figure.
+        title: the panel's title (say what the matrix is, e.g. ``"Q = X W_Q"``).
+        row_labels, col_labels: R and C labels (tokens, dimensions).
+        fmt: number format of the annotations.
+    """
+    data = matrix.detach().cpu().numpy() if isinstance(matrix, torch.Tensor) else np.asarray(matrix)
+    if data.ndim != 2:
+        raise ValueError(f"matrix must be 2-D (R, C), got shape {data.shape}")
+    for name, labels, n in (("row_labels", row_labels, data.shape[0]), ("col_labels", col_labels, data.shape[1])):
+        if labels is not None and len(labels) != n:
+            raise ValueError(f"{name} must hold {n} labels, got {len(labels)}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=figsize, layout="constrained")
+    _draw_matrix(
+        ax,
+        data,
+        float(data.min()),
+        float(data.max()) if data.max() > data.min() else float(data.min()) + 1,
+        cmap,
+        True,
+        fmt,
+        square=False,
+        gridlines=True,
+    )
+    ax.set_xticks(np.arange(data.shape[1]) + 0.5 if col_labels is not None else [], col_labels)
+    ax.set_yticks(np.arange(data.shape[0]) + 0.5 if row_labels is not None else [], row_labels)
+    ax.tick_params(length=0, labelsize=8)
+    ax.set_title(title, fontsize=9)
+    return ax.figure
+
+
+def plot_self_attention_steps(
+    inputs,
+    w_query,
+    w_key,
+    w_value,
+    scale: bool = False,
+    token: int = 0,
+    token_names=None,
+    axes=None,
+    figsize=(13.0, 5.6),
+) -> Figure:
+    """All steps in one figure: X, Q, K, V; scores, weights, one token's weighted values, outputs.
+
+    Args:
+        inputs, w_query, w_key, w_value, scale: as in ``self_attention_steps``.
+        token: whose weighted values to show (0-based).
+        token_names: T names for the rows (default ``x1, x2, ...``).
+        axes: 8 axes to draw on (two rows of four), or None for a new figure.
+    """
+    steps = self_attention_steps(inputs, w_query, w_key, w_value, scale)
+    num_tokens = inputs.shape[0]
+    if isinstance(token, bool) or not isinstance(token, int) or not 0 <= token < num_tokens:
+        raise ValueError(f"token must be an index in [0, {num_tokens - 1}], got {token!r}")
+    names = list(token_names) if token_names is not None else [f"x{i + 1}" for i in range(num_tokens)]
+    if len(names) != num_tokens:
+        raise ValueError(f"token_names must hold {num_tokens} names (one per token), got {len(names)}")
+    if axes is None:
+        _, axes = plt.subplots(2, 4, figsize=figsize, layout="constrained")
+    axes = np.asarray(axes, dtype=object).reshape(-1)
+    if axes.size != 8:
+        raise ValueError(f"axes must hold 8 axes (two rows of four panels), got {axes.size}")
+    fig = axes[0].figure
+    dims = [f"dim {j + 1}" for j in range(steps.queries.shape[1])]
+    divide = " / sqrt(D)" if scale else ""
+    value_dims = [f"dim {j + 1}" for j in range(steps.values.shape[1])]
+    panels = [
+        (inputs, "inputs X", [f"i{j + 1}" for j in range(inputs.shape[1])], ".3g"),
+        (steps.queries, "queries Q = X W_Q", dims, ".3g"),
+        (steps.keys, "keys K = X W_K", dims, ".3g"),
+        (steps.values, "values V = X W_V", value_dims, ".3g"),
+        (steps.scores, f"scores Q K^T{divide} (row: query)", names, ".2f"),
+        (steps.weights, "weights: softmax of each row", names, ".4f"),
+        (steps.weighted[token], f"weighted values of {names[token]}: w_j v_j", value_dims, ".3f"),
+        (steps.outputs, "outputs: sum of weighted values", value_dims, ".4f"),
+    ]
+    for ax, (matrix, title, columns, fmt) in zip(axes, panels, strict=True):
+        rows = [f"{n} (key)" for n in names] if title.startswith("weighted") else names
+        show_matrix(matrix, ax=ax, title=title, row_labels=rows, col_labels=columns, fmt=fmt)
+    fig.suptitle(("Scaled" if scale else "Unscaled") + " self-attention, step by step", fontsize=11)
+    return fig
+
+
+def plot_worked_example(
+    x11: float = 1.0, x12: float = 0.0, x13: float = 1.0, x14: float = 0.0, scale: bool = False, axes=None
+) -> Figure:
+    """The worked example with token 1's input set to ``[x11, x12, x13, x14]`` (slider-friendly); ``axes`` as in
+    ``plot_self_attention_steps``."""
+    example = three_token_example(torch.float64)
+    inputs = example.inputs.clone()
+    inputs[0] = torch.tensor([x11, x12, x13, x14], dtype=torch.float64)
+    return plot_self_attention_steps(inputs, example.w_query, example.w_key, example.w_value, scale=scale, axes=axes)
