@@ -11,6 +11,8 @@ Every notebook imports it; each module covers one idea, in course order:
 * ``selfattention``  the worked 3-token self-attention example, step by step (notebook 04)
 * ``gallery``   heatmap patterns and a masking demo (notebook 05)
 * ``layers``    ``nn.Module`` wrappers that keep their last ``attention_weights``
+* ``multihead`` multi-head attention and the reshape trick (notebook 06)
+* ``positional`` sinusoidal positional encoding and its rotations (notebook 06)
 * ``plotting``  heatmaps and the figures of the notebooks
 * ``widgets``   slider panels around the plotting functions
 * ``data``      the course's data, made in code
@@ -34,7 +36,9 @@ from .interpolation import curve_mean_var, plot_lagrange_basis, plot_noisy_fit, 
 from .kernels import KERNELS, boxcar, constant, epanechnikov, gaussian, lagrange_basis, nadaraya_watson
 from .layers import AdditiveAttention, DotProductAttention, NWKernelRegression
 from .masking import causal_mask, masked_softmax, sequence_mask
+from .multihead import MultiHeadAttention, merge_heads, plot_head_weights, split_heads
 from .plotting import plot_kernels, plot_nw_fit, plot_query_weights, plot_regression, show_heatmaps
+from .positional import frequencies, plot_rotation, positional_encoding, rotation_matrix
 from .scaling import dot_product_variance, mean_entropy, plot_saturation, softmax_entropy
 from .scoring import additive_scores, attention_pooling, dot_product_scores, scaled_dot_product_attention
 from .selfattention import (
@@ -54,6 +58,7 @@ __all__ = [
     "SelfAttentionSteps",
     "AdditiveAttention",
     "DotProductAttention",
+    "MultiHeadAttention",
     "NWKernelRegression",
     "additive_scores",
     "attention_cost",
@@ -67,14 +72,17 @@ __all__ = [
     "dot_product_scores",
     "dot_product_variance",
     "epanechnikov",
+    "frequencies",
     "gaussian",
     "lagrange_basis",
     "loglog_slope",
     "masked_softmax",
     "mean_entropy",
+    "merge_heads",
     "nadaraya_watson",
     "pattern_scores",
     "plot_kernels",
+    "plot_head_weights",
     "plot_lagrange_basis",
     "plot_masking_demo",
     "plot_noisy_fit",
@@ -82,10 +90,13 @@ __all__ = [
     "plot_nw_fit",
     "plot_query_weights",
     "plot_regression",
+    "plot_rotation",
     "plot_saturation",
     "plot_self_attention_steps",
     "plot_weight_comparison",
     "plot_worked_example",
+    "positional_encoding",
+    "rotation_matrix",
     "scaled_dot_product_attention",
     "self_attention_steps",
     "sequence_mask",
@@ -93,5 +104,6 @@ __all__ = [
     "show_matrix",
     "slider_panel",
     "softmax_entropy",
+    "split_heads",
     "time_call",
 ]

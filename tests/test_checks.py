@@ -24,8 +24,11 @@ from attn_course.checks import (
     check_nw_weights,
     check_padding_causal_mask,
     check_padding_mask,
+    check_parameter_count,
     check_pooling_limit,
+    check_rotation,
     check_scaled_scores,
+    check_split_shape,
 )
 from attn_course.checks.nb04 import NEW_TOKEN
 from attn_course.data import lagrange_points, three_token_example
@@ -72,6 +75,9 @@ def test_every_check_function_is_covered_here():
         "check_padding_mask",
         "check_causal_mask",
         "check_padding_causal_mask",
+        "check_split_shape",
+        "check_parameter_count",
+        "check_rotation",
     } <= set(public)
     tests = {name for name, obj in globals().items() if name.startswith("test_") and callable(obj)}
     missing = [
@@ -865,3 +871,194 @@ CAUSAL_OR_PADDING = [[T, T, T, F_], [T, T, T, F_], [T, T, T, F_], [T, T, T, T]]
 )
 def test_check_padding_causal_mask_hints(mask, words):
     assert_hint(check_padding_causal_mask(mask), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# Notebook 06, check_split_shape: split_heads of x (B, T, H * dh) = (2, 5, 8) into H = 4 heads
+# ----------------------------------------------------------------------------------------------
+
+
+def _split_by_reshape():
+    x = torch.zeros(2, 5, 8)  # (B, T, H * dh)
+    return x.reshape(2, 5, 4, 2).transpose(1, 2).reshape(2 * 4, 5, 2).shape  # (B, H, T, dh) -> (B * H, T, dh)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [(8, 5, 2), [8, 5, 2], torch.Size([8, 5, 2]), _split_by_reshape(), np.array([8, 5, 2]), torch.tensor([8, 5, 2])],
+    ids=["tuple", "list", "size", "reshape", "numpy", "tensor"],
+)
+def test_check_split_shape_right_answer(answer):
+    feedback = check_split_shape(answer)
+    assert_correct(feedback)
+    assert "2 * 4 = 8" in repr(feedback) and "8 / 4 = 2" in repr(feedback)
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None", "(1, 2, 3)"]),
+        ("8, 5, 2", ["expected a shape", "str"]),
+        ("852", ["expected a shape", "str"]),
+        (8, ["expected a shape", "int"]),
+        ((8.0, 5.0, 2.0), ["whole numbers", "tuple"]),
+        (torch.tensor([8.0, 5.0, 2.0]), ["whole numbers", "Tensor"]),
+        (torch.tensor(8), ["expected a shape", "Tensor"]),
+        ((2, 4, 5, 2), ["before the head axis is folded into the batch axis", "(B * H, T, dh)"]),
+        ((8, 5, 8), ["its share of the features", "dh = 8 / 4"]),
+        ((2, 5, 4, 2), ["after the first reshape"]),
+        ((2, 5, 8), ["(B, T, H * dh) -> (B * H, T, dh)", "B = 2, T = 5, H = 4"]),
+        ((5, 8, 2), ["(B, T, H * dh) -> (B * H, T, dh)"]),
+        ((8, 2, 5), ["(B, T, H * dh) -> (B * H, T, dh)"]),
+    ],
+    ids=[
+        "none",
+        "str",
+        "digits",
+        "int",
+        "floats",
+        "float-tensor",
+        "0-d-tensor",
+        "unfolded",
+        "full-width-heads",
+        "first-reshape",
+        "input-shape",
+        "swapped",
+        "t-and-dh-swapped",
+    ],
+)
+def test_check_split_shape_hints(answer, words):
+    assert_hint(check_split_shape(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_parameter_count: MultiHeadAttention(num_hiddens=64, num_heads=8) without biases
+# ----------------------------------------------------------------------------------------------
+
+MHA_PARAMS = 4 * 64 * 64  # W_q, W_k, W_v, W_o, each 64 x 64, whatever the number of heads
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [MHA_PARAMS, 16384.0, torch.tensor(16384), np.int64(16384), sum([64 * 64] * 4)],
+    ids=["int", "float", "tensor", "numpy", "sum"],
+)
+def test_check_parameter_count_right_answer(answer):
+    feedback = check_parameter_count(answer)
+    assert_correct(feedback)
+    assert "16384" in repr(feedback) and "heads split the work" in repr(feedback)
+
+
+def test_check_parameter_count_agrees_with_torch_multihead_attention():
+    ref = torch.nn.MultiheadAttention(64, 8, bias=False, device="meta")  # meta: no memory, no random numbers
+    count = sum(p.numel() for p in ref.parameters())
+    assert count == MHA_PARAMS
+    assert_correct(check_parameter_count(count))
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None", "number of parameters"]),
+        ("16k", ["one number", "str"]),
+        ([MHA_PARAMS], ["one number", "list"]),
+        (torch.tensor([1.0, 2.0]), ["one number", "Tensor"]),
+        (3 * 64 * 64, ["W_q, W_k and W_v", "output projection W_o"]),
+        (8 * MHA_PARAMS, ["size 64 / 8", "share the 64 x 64 matrices"]),
+        (MHA_PARAMS + 4 * 64, ["no biases", "bias=False"]),
+        (MHA_PARAMS // 8, ["count the entries of W_q, W_k, W_v and W_o"]),
+        (MHA_PARAMS + 1, ["count the entries"]),
+        (0, ["count the entries"]),
+    ],
+    ids=[
+        "none",
+        "str",
+        "list",
+        "tensor-2",
+        "no-w_o",
+        "per-head-copies",
+        "with-biases",
+        "divided-by-heads",
+        "off",
+        "zero",
+    ],
+)
+def test_check_parameter_count_hints(answer, words):
+    assert_hint(check_parameter_count(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_rotation: [sin(i w), cos(i w)] -> [sin((i + 2) w), cos((i + 2) w)] for w = 0.5
+# ----------------------------------------------------------------------------------------------
+
+
+def _rotation_by_angle(angle, dtype=torch.float64):
+    """[[cos a, sin a], [-sin a, cos a]].
+
+    From sin(x + a) = sin x cos a + cos x sin a and cos(x + a) = cos x cos a - sin x sin a.
+    """
+    c, s = math.cos(angle), math.sin(angle)
+    return torch.tensor([[c, s], [-s, c]], dtype=dtype)
+
+
+def _rotation_solved_from_two_positions():
+    """The matrix R with R [sin(i w), cos(i w)] = [sin((i + 2) w), cos((i + 2) w)] at i = 0 and 1, by a solve."""
+    w = 0.5
+    pairs = torch.tensor([[math.sin(i * w), math.cos(i * w)] for i in range(4)], dtype=torch.float64)  # (4, 2)
+    x, y = pairs[:2].T, pairs[2:].T  # columns: positions 0, 1 and positions 2, 3
+    return torch.linalg.solve(x.T, y.T).T  # R x = y  <=>  x^T R^T = y^T
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        _rotation_by_angle(1.0),
+        _rotation_by_angle(1.0, torch.float32),
+        _rotation_solved_from_two_positions(),
+        _rotation_by_angle(1.0).requires_grad_(),
+    ],
+    ids=["float64", "float32", "solved", "requires-grad"],
+)
+def test_check_rotation_right_answer(answer):
+    feedback = check_rotation(answer)
+    assert_correct(feedback)
+    assert "1 radian" in repr(feedback)
+
+
+def test_check_rotation_solved_matrix_is_the_rotation_by_one_radian():
+    torch.testing.assert_close(_rotation_solved_from_two_positions(), _rotation_by_angle(1.0), atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None", "(2, 2) tensor"]),
+        (_rotation_by_angle(1.0).tolist(), ["torch.Tensor", "list"]),
+        (np.eye(2), ["torch.Tensor", "ndarray"]),
+        (torch.zeros(2), ["expected shape (2, 2)", "got (2,)"]),
+        (_rotation_by_angle(1.0)[None], ["expected shape (2, 2)", "got (1, 2, 2)"]),
+        (torch.eye(2, dtype=torch.int64), ["floating-point", "torch.int64"]),
+        (_rotation_by_angle(1.0).T, ["transposed", "from i + 2 back to i"]),
+        (_rotation_by_angle(-1.0), ["transposed"]),
+        (_rotation_by_angle(2.0), ["2 * 0.5 = 1, not 2"]),
+        (_rotation_by_angle(0.5), ["expand sin(a + b) and cos(a + b)"]),
+        (torch.eye(2), ["expand sin(a + b)"]),
+        (torch.tensor([[math.cos(1.0), -math.sin(1.0)], [-math.sin(1.0), math.cos(1.0)]]), ["expand sin(a + b)"]),
+    ],
+    ids=[
+        "none",
+        "list",
+        "numpy",
+        "1-D",
+        "3-D",
+        "integer",
+        "transposed",
+        "negative-angle",
+        "angle-2",
+        "angle-w",
+        "identity",
+        "sign",
+    ],
+)
+def test_check_rotation_hints(answer, words):
+    assert_hint(check_rotation(answer), *words)

@@ -23,6 +23,8 @@ SUBMODULES = [
     "selfattention",
     "gallery",
     "layers",
+    "multihead",
+    "positional",
     "plotting",
     "widgets",
     "data",

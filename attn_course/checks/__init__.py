@@ -12,6 +12,7 @@ from .nb02 import check_convex_bound, check_lagrange_weight, check_nearest_neigh
 from .nb03 import check_bmm_shape, check_distance_scores, check_dot_variance, check_scaled_scores
 from .nb04 import check_new_token_key, check_new_token_output, check_new_token_scores
 from .nb05 import check_causal_mask, check_padding_causal_mask, check_padding_mask
+from .nb06 import check_parameter_count, check_rotation, check_split_shape
 
 __all__ = [
     "Feedback",
@@ -32,4 +33,7 @@ __all__ = [
     "check_padding_mask",
     "check_causal_mask",
     "check_padding_causal_mask",
+    "check_split_shape",
+    "check_parameter_count",
+    "check_rotation",
 ]

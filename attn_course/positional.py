@@ -1,0 +1,150 @@
+"""Sinusoidal positional encoding (notebook 06).
+
+Self-attention treats its inputs as a set; adding ``P[i]`` to the token at position ``i`` tells
+positions apart. Column pair ``(2j, 2j + 1)`` holds ``sin(i w_j)`` and ``cos(i w_j)`` with the
+frequency ``w_j = 1 / base^(2j / num_hiddens)``: fast waves in the first columns, slow ones last.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+__all__ = ["positional_encoding", "frequencies", "rotation_matrix", "plot_rotation"]
+
+
+def _check_int(value, name: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    return value
+
+
+def frequencies(num_hiddens: int, base: float = 10000.0, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """The angular frequencies ``w_j = base^(-2j / num_hiddens)`` of the column pairs.
+
+    Returns:
+        (ceil(num_hiddens / 2),) one frequency per column pair, from 1 down towards ``1 / base``.
+    """
+    _check_int(num_hiddens, "num_hiddens", 1)
+    if isinstance(base, bool) or not isinstance(base, (int, float)) or not base > 1:
+        raise ValueError(f"base must be a number > 1, got {base!r}")
+    j = torch.arange(0, num_hiddens, 2, dtype=dtype)  # 2j = 0, 2, 4, ...
+    return base ** (-j / num_hiddens)
+
+
+def positional_encoding(
+    num_steps: int, num_hiddens: int, base: float = 10000.0, dtype: torch.dtype = torch.float32
+) -> torch.Tensor:
+    """The sinusoidal encoding ``P`` of positions ``0 .. num_steps - 1``.
+
+    ``P[i, 2j] = sin(i w_j)`` and ``P[i, 2j + 1] = cos(i w_j)`` with ``w_j = base^(-2j / num_hiddens)``.
+
+    Args:
+        num_steps: number of positions T.
+        num_hiddens: size of each encoding (the model size D); may be odd (the last column is then a sine).
+        base: the wavelength scale (10000 in the Transformer paper).
+        dtype: floating dtype of the result (computed in float64, then converted).
+
+    Returns:
+        (T, D) tensor with entries in [-1, 1].
+    """
+    _check_int(num_steps, "num_steps", 1)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating torch.dtype (e.g. torch.float32), got {dtype!r}")
+    omega = frequencies(num_hiddens, base)  # (ceil(D / 2),)
+    angles = torch.arange(num_steps, dtype=torch.float64).unsqueeze(1) * omega  # (T, 1) * (D/2,) -> (T, D/2)
+    encoding = torch.zeros(num_steps, num_hiddens, dtype=torch.float64)
+    encoding[:, 0::2] = torch.sin(angles)  # even columns
+    encoding[:, 1::2] = torch.cos(angles[:, : num_hiddens // 2])  # odd columns
+    return encoding.to(dtype)
+
+
+def rotation_matrix(delta: float, omega: float, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """The 2 x 2 matrix that moves a column pair ``(sin(i w), cos(i w))`` to position ``i + delta``.
+
+    ``[[cos(d w), sin(d w)], [-sin(d w), cos(d w)]] @ [sin(i w), cos(i w)] = [sin((i + d) w), cos((i + d) w)]``
+    for every ``i``: it depends on the offset ``delta`` and the frequency only, not on the position.
+    """
+    for name, value in (("delta", delta), ("omega", omega)):
+        if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.dtype.is_complex:
+            value = float(value)  # a 0-d tensor, e.g. frequencies(16)[1]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ValueError(f"{name} must be a finite number, got {value!r}")
+    angle = float(delta) * float(omega)
+    c, s = math.cos(angle), math.sin(angle)
+    return torch.tensor([[c, s], [-s, c]], dtype=dtype)
+
+
+def plot_rotation(
+    delta: int = 3, freq_index: int = 1, num_steps: int = 40, num_hiddens: int = 16, axes=None, figsize=(11.0, 3.8)
+):
+    """The rotation at work for one column pair: left, the pair as two waves; right, the pair as points on the unit
+    circle, each position joined to the position ``delta`` later by the same rotation.
+
+    Args:
+        delta: the offset.
+        freq_index: j, the column pair (2j, 2j + 1) shown.
+        num_steps, num_hiddens: size of the encoding.
+        axes: two axes, or None for a new figure.
+    """
+    import matplotlib.pyplot as plt  # plotting only when asked for
+
+    _check_int(num_hiddens, "num_hiddens", 2)
+    _check_int(num_steps, "num_steps", 2)
+    pairs = num_hiddens // 2
+    if isinstance(freq_index, bool) or not isinstance(freq_index, int) or not 0 <= freq_index < pairs:
+        raise ValueError(f"freq_index must be an integer in [0, {pairs - 1}], got {freq_index!r}")
+    if isinstance(delta, bool) or not isinstance(delta, int) or not 0 <= delta < num_steps:
+        raise ValueError(f"delta must be an integer in [0, {num_steps - 1}], got {delta!r}")
+    encoding = positional_encoding(num_steps, num_hiddens, dtype=torch.float64)
+    omega = float(frequencies(num_hiddens)[freq_index])
+    sin_col, cos_col = encoding[:, 2 * freq_index], encoding[:, 2 * freq_index + 1]
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=figsize, layout="constrained", width_ratios=(1.6, 1))
+    left, right = axes
+    positions = torch.arange(num_steps)
+    left.plot(positions, sin_col, ".-", label=f"column {2 * freq_index}: sin(i w)")
+    left.plot(positions, cos_col, ".-", label=f"column {2 * freq_index + 1}: cos(i w)")
+    left.set_xlabel("position i")
+    left.set_ylabel("encoding value")
+    left.set_title(
+        f"Column pair j = {freq_index}: frequency w = {omega:.4g}, wavelength {2 * math.pi / omega:.3g}", fontsize=10
+    )
+    left.legend(fontsize=8, loc="lower left")
+    rotation = rotation_matrix(delta, omega)
+    circle = torch.linspace(0, 2 * math.pi, 200)
+    right.plot(torch.cos(circle), torch.sin(circle), color="0.85", linewidth=1)
+    shown = positions[: min(num_steps - delta, 5)]
+    colours = plt.get_cmap("viridis")(torch.linspace(0, 0.9, len(shown)).numpy())
+    for i, colour in zip(shown.tolist(), colours, strict=True):
+        start = encoding[i, 2 * freq_index : 2 * freq_index + 2]  # (sin, cos) at i
+        end = rotation @ start  # predicted (sin, cos) at i + delta
+        right.annotate(
+            "",
+            xy=(float(end[1]), float(end[0])),
+            xytext=(float(start[1]), float(start[0])),
+            arrowprops={"arrowstyle": "->", "color": colour},
+        )
+        right.plot([float(start[1])], [float(start[0])], "o", color=colour, markersize=5)
+        right.annotate(
+            f"{i}",
+            (float(start[1]), float(start[0])),
+            textcoords="offset points",
+            xytext=(-10, -10),
+            fontsize=8,
+            color=colour,
+        )
+        target = encoding[i + delta, 2 * freq_index : 2 * freq_index + 2]  # the true (sin, cos) at i + delta
+        right.plot([float(target[1])], [float(target[0])], "o", markerfacecolor="none", color=colour, markersize=10)
+    right.set_aspect("equal")
+    right.set_xlim(-1.3, 1.3)
+    right.set_ylim(-1.3, 1.3)
+    right.set_xlabel("cos(i w)")
+    right.set_ylabel("sin(i w)")
+    right.set_title(
+        f"i -> i + {delta}: one rotation by {delta} w = {delta * omega:.3g} rad\n"
+        "(dots: positions i; rings: the true encodings at i + delta)",
+        fontsize=9,
+    )
+    return left.figure
