@@ -20,7 +20,7 @@ def slider_panel(
     controls: Mapping[str, widgets.ValueWidget],
     fixed: Mapping[str, object] | None = None,
     heavy: bool = False,
-    columns: int = 3,
+    columns: int = 2,
 ) -> widgets.VBox:
     """A panel that calls ``plot_fn(**fixed, **{name: control.value})`` and shows the figure.
 
@@ -29,6 +29,7 @@ def slider_panel(
         controls: keyword name of ``plot_fn`` -> widget (slider, dropdown, checkbox...).
         fixed: keyword arguments passed unchanged on every call (the data, for example).
         heavy: redraw only when a slider is released (``continuous_update=False``).
+            Every control's description is shown in full (``style.description_width = "initial"``).
         columns: controls per row.
 
     Returns:
@@ -57,6 +58,9 @@ def slider_panel(
         raise ValueError(f"fixed and controls must not name the same argument, both name {clash}")
     if isinstance(columns, bool) or not isinstance(columns, int) or columns < 1:
         raise ValueError(f"columns must be a positive integer, got {columns!r}")
+    for control in controls.values():  # show whole labels ("bandwidth h"), not ipywidgets' truncated default
+        if hasattr(control, "style") and hasattr(control.style, "description_width"):
+            control.style.description_width = "initial"
     if heavy:
         for control in controls.values():
             if hasattr(control, "continuous_update"):

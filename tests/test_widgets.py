@@ -164,3 +164,11 @@ def test_slider_panel_rejects_bad_input_before_drawing():
     with pytest.raises(ValueError):
         slider_panel(plot, {"h": widgets.FloatSlider()}, fixed={"h": 1.0})
     assert plot.calls == []
+
+
+def test_slider_panel_shows_whole_descriptions():
+    """ipywidgets truncates long descriptions ("bandwidth h" -> "bandwidt..."); the panel widens them."""
+    slider = widgets.FloatSlider(value=1.0, description="bandwidth h")
+    assert slider.style.description_width == ""
+    slider_panel(RecordingPlot(), {"h": slider})
+    assert slider.style.description_width == "initial"
