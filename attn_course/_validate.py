@@ -19,6 +19,7 @@ __all__ = [
     "require_same_dtype",
     "require_size",
     "require_positive",
+    "require_int",
     "shape_str",
 ]
 
@@ -85,3 +86,10 @@ def require_positive(value, name: str) -> None:
         raise TypeError(f"{name} must be a positive number, got {type(value).__name__} {value!r}")
     if not math.isfinite(number) or number <= 0:
         raise ValueError(f"{name} must be a finite number > 0, got {number}")
+
+
+def require_int(value, name: str, low: int = 1) -> int:
+    """A whole number >= ``low`` (``True``/``False`` are refused although Python counts them as ints)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    return value

@@ -11,13 +11,9 @@ import math
 
 import torch
 
+from ._validate import require_int
+
 __all__ = ["positional_encoding", "frequencies", "rotation_matrix", "plot_rotation"]
-
-
-def _check_int(value, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    return value
 
 
 def frequencies(num_hiddens: int, base: float = 10000.0, dtype: torch.dtype = torch.float64) -> torch.Tensor:
@@ -26,7 +22,7 @@ def frequencies(num_hiddens: int, base: float = 10000.0, dtype: torch.dtype = to
     Returns:
         (ceil(num_hiddens / 2),) one frequency per column pair, from 1 down towards ``1 / base``.
     """
-    _check_int(num_hiddens, "num_hiddens", 1)
+    require_int(num_hiddens, "num_hiddens", 1)
     if isinstance(base, bool) or not isinstance(base, (int, float)) or not base > 1:
         raise ValueError(f"base must be a number > 1, got {base!r}")
     j = torch.arange(0, num_hiddens, 2, dtype=dtype)  # 2j = 0, 2, 4, ...
@@ -49,7 +45,7 @@ def positional_encoding(
     Returns:
         (T, D) tensor with entries in [-1, 1].
     """
-    _check_int(num_steps, "num_steps", 1)
+    require_int(num_steps, "num_steps", 1)
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise TypeError(f"dtype must be a floating torch.dtype (e.g. torch.float32), got {dtype!r}")
     omega = frequencies(num_hiddens, base)  # (ceil(D / 2),)
@@ -90,8 +86,8 @@ def plot_rotation(
     """
     import matplotlib.pyplot as plt  # plotting only when asked for
 
-    _check_int(num_hiddens, "num_hiddens", 2)
-    _check_int(num_steps, "num_steps", 2)
+    require_int(num_hiddens, "num_hiddens", 2)
+    require_int(num_steps, "num_steps", 2)
     pairs = num_hiddens // 2
     if isinstance(freq_index, bool) or not isinstance(freq_index, int) or not 0 <= freq_index < pairs:
         raise ValueError(f"freq_index must be an integer in [0, {pairs - 1}], got {freq_index!r}")

@@ -15,21 +15,15 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from ._validate import require_float
+from ._validate import require_float, require_int
 
 __all__ = ["dot_product_variance", "softmax_entropy", "mean_entropy", "plot_saturation"]
 
 
-def _check_int(value, name: str, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    return value
-
-
 def dot_product_variance(d: int, num_samples: int = 10_000, seed: int = 0) -> float:
     """Sample variance of ``q . k`` for ``q, k`` with independent standard normal components of size ``d``."""
-    _check_int(d, "d")
-    _check_int(num_samples, "num_samples", 2)
+    require_int(d, "d")
+    require_int(num_samples, "num_samples", 2)
     gen = torch.Generator().manual_seed(seed)
     q = torch.randn(num_samples, d, generator=gen, dtype=torch.float64)
     k = torch.randn(num_samples, d, generator=gen, dtype=torch.float64)
@@ -66,9 +60,9 @@ def mean_entropy(
     Scores are ``q . k / (temperature * sqrt(d))`` if ``scaled`` else ``q . k / temperature``. Results are
     cached (a slider revisits the same values); the arguments are checked before the cache is consulted.
     """
-    _check_int(d, "d")
-    _check_int(num_keys, "num_keys", 2)
-    _check_int(num_queries, "num_queries")
+    require_int(d, "d")
+    require_int(num_keys, "num_keys", 2)
+    require_int(num_queries, "num_queries")
     return _mean_entropy(d, num_keys, _check_temperature(temperature), bool(scaled), num_queries, int(seed))
 
 
@@ -95,8 +89,8 @@ def plot_saturation(
         seed: seed of the random queries and keys.
         axes: two axes, or None for a new figure.
     """
-    _check_int(d, "d")
-    _check_int(num_keys, "num_keys", 2)
+    require_int(d, "d")
+    require_int(num_keys, "num_keys", 2)
     _check_temperature(temperature)  # every argument checked before a figure is opened
     if axes is None:
         _, axes = plt.subplots(1, 2, figsize=figsize, layout="constrained", width_ratios=(1, 1.1))
