@@ -2,8 +2,9 @@
 #   make setup   create .venv, install the pinned requirements and attn_course, register the kernel
 #   make test    lint, unit tests, then every notebook re-run and compared with its stored outputs (nbval)
 #   make lab     open the course in JupyterLab (localhost only, token authentication on)
-#   make html    execute the notebooks and render the student site
-#   make bench   speed of the attention helpers against PyTorch's own operators
+#   make html    execute the notebooks and render the student site (build/site/index.html)
+#   make test-browser  the site and the sliders in a real browser (Debian's chromium, headless)
+#   make bench   how fast the course feels: notebooks, slider redraws, attention kernels against PyTorch
 #   make clean   remove .venv and everything built
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -13,7 +14,7 @@ KERNEL := attn-course
 STAMP := $(VENV)/.setup-done
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup test unit nbval lint lab html bench clean
+.PHONY: setup test unit nbval lint lab html test-browser bench clean
 
 setup: $(STAMP)
 
@@ -32,8 +33,9 @@ lint: setup
 	$(BIN)/ruff check attn_course tests tools notebooks
 	$(BIN)/ruff format --check attn_course tests tools
 
+# tests/browser needs a browser and the built site: `make test-browser` runs it.
 unit: setup
-	$(BIN)/pytest -n $(PYTEST_WORKERS) tests
+	$(BIN)/pytest -n $(PYTEST_WORKERS) tests --ignore=tests/browser
 
 # Strict nbval: every code cell's output is compared with the stored one, except in cells tagged
 # nbval-ignore-output (sliders, timings), which still run. nbval.cfg rewrites what may differ.
@@ -49,13 +51,16 @@ lab: setup
 	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks --ServerApp.ip=127.0.0.1 \
 		$(if $(filter 0,$(shell id -u)),--allow-root)
 
+# PARAMS is passed to papermill for every notebook, for example PARAMS="-p SEED 1".
 html: setup
-	@echo "make html: the student site is not built yet (it comes with the 'make html' issue)." >&2
-	@exit 2
+	$(BIN)/python tools/build_site.py $(if $(PARAMS),--params '$(PARAMS)')
+
+# Needs /usr/bin/chromium (Debian's chromium package; .ci/run installs it).
+test-browser: html
+	$(BIN)/pytest -p no:xdist tests/browser
 
 bench: setup
-	@echo "make bench: the benchmarks are not written yet (they come with the 'make bench' issue)." >&2
-	@exit 2
+	$(BIN)/python benchmarks/bench.py
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .ruff_cache attn_course.egg-info
