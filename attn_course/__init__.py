@@ -15,6 +15,10 @@ Every notebook imports it; each module covers one idea, in course order:
 * ``positional`` sinusoidal positional encoding and its rotations (notebook 06)
 * ``plotting``  heatmaps and the figures of the notebooks
 * ``widgets``   slider panels around the plotting functions
+* ``tasks``     a sequence-to-sequence task made in code: reversing digits (notebooks 07-08)
+* ``seq2seq``   RNN encoder-decoders with and without Bahdanau attention (notebook 07)
+* ``transformer``  a tiny encoder-decoder Transformer from the course's pieces (notebook 08)
+* ``training``  training, greedy-decoding accuracy and the figures of notebooks 07-08
 * ``data``      the course's data, made in code
 * ``checks``    instant feedback for the exercises
 
@@ -24,12 +28,13 @@ Axis names, used in every docstring and shape comment:
     D  query and key size      V  value size             H  number of heads
     Dq, Dk  query size and key size where they differ (additive attention)
     U  hidden units of an MLP  X  evaluation points      N  interpolation nodes
+    S, T  source and target lengths, E embedding size, L layers (sequence-to-sequence, notebooks 07-08)
 
 Masks are boolean, ``True`` where a query may attend. Every function keeps the floating
 dtype it is given and never modifies its inputs in place.
 """
 
-from . import checks, data
+from . import checks, data, tasks
 from .cost import attention_cost, loglog_slope, time_call
 from .gallery import PATTERNS, pattern_scores, plot_masking_demo, plot_pattern_gallery
 from .interpolation import curve_mean_var, plot_lagrange_basis, plot_noisy_fit, plot_weight_comparison
@@ -47,6 +52,27 @@ from .selfattention import (
     plot_worked_example,
     self_attention_steps,
     show_matrix,
+)
+from .seq2seq import AttentionDecoder, RNNDecoder, RNNSeq2Seq, Seq2SeqEncoder
+from .training import (
+    History,
+    accuracy_by_length,
+    alignment_panels,
+    plot_accuracy_by_length,
+    plot_alignments,
+    plot_decoding_step,
+    plot_history,
+    predict,
+    sequence_accuracy,
+    train_seq2seq,
+)
+from .transformer import (
+    AddNorm,
+    DecoderBlock,
+    EncoderBlock,
+    PositionWiseFFN,
+    TransformerSeq2Seq,
+    plot_transformer_attention,
 )
 from .widgets import slider_panel
 
@@ -106,4 +132,25 @@ __all__ = [
     "softmax_entropy",
     "split_heads",
     "time_call",
+    "AttentionDecoder",
+    "RNNDecoder",
+    "RNNSeq2Seq",
+    "Seq2SeqEncoder",
+    "History",
+    "accuracy_by_length",
+    "alignment_panels",
+    "plot_accuracy_by_length",
+    "plot_alignments",
+    "plot_decoding_step",
+    "plot_history",
+    "predict",
+    "sequence_accuracy",
+    "train_seq2seq",
+    "AddNorm",
+    "DecoderBlock",
+    "EncoderBlock",
+    "PositionWiseFFN",
+    "TransformerSeq2Seq",
+    "tasks",
+    "plot_transformer_attention",
 ]

@@ -6,17 +6,23 @@ import numpy as np
 import pytest
 import torch
 
-from attn_course import checks, lagrange_basis, nadaraya_watson
+from attn_course import PositionWiseFFN, RNNSeq2Seq, causal_mask, checks, lagrange_basis, nadaraya_watson
 from attn_course.checks import (
     Feedback,
+    check_alignment_position,
     check_bmm_shape,
     check_causal_mask,
+    check_causal_row,
+    check_context,
     check_convex_bound,
     check_distance_scores,
     check_dot_variance,
     check_epanechnikov,
+    check_ffn_parameters,
     check_lagrange_weight,
+    check_layer_norm,
     check_leave_one_out_mask,
+    check_memory_size,
     check_nearest_neighbour_limit,
     check_new_token_key,
     check_new_token_output,
@@ -32,6 +38,7 @@ from attn_course.checks import (
 )
 from attn_course.checks.nb04 import NEW_TOKEN
 from attn_course.data import lagrange_points, three_token_example
+from attn_course.tasks import make_batch
 
 
 def assert_correct(feedback):
@@ -78,6 +85,12 @@ def test_every_check_function_is_covered_here():
         "check_split_shape",
         "check_parameter_count",
         "check_rotation",
+        "check_alignment_position",
+        "check_context",
+        "check_memory_size",
+        "check_layer_norm",
+        "check_ffn_parameters",
+        "check_causal_row",
     } <= set(public)
     tests = {name for name, obj in globals().items() if name.startswith("test_") and callable(obj)}
     missing = [
@@ -1062,3 +1075,281 @@ def test_check_rotation_solved_matrix_is_the_rotation_by_one_radian():
 )
 def test_check_rotation_hints(answer, words):
     assert_hint(check_rotation(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_alignment_position: reversing L digits, output step t reads source position L - 1 - t, <eos> reads L
+# ----------------------------------------------------------------------------------------------
+
+
+def _position(t, length):
+    return length - 1 - t if t < length else length
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        _position,
+        lambda t, length: (length - 1 - t) % (length + 1),  # -1 wraps around to L
+        lambda t, length: torch.tensor(_position(t, length)),
+        lambda t, length: float(_position(t, length)),
+    ],
+    ids=["function", "modulo", "tensor", "float"],
+)
+def test_check_alignment_position_right_answer(answer):
+    feedback = check_alignment_position(answer)
+    assert_correct(feedback)
+    assert "anti-diagonal" in repr(feedback)
+
+
+@pytest.mark.parametrize("digits", ["7", "12345", "908172635412"])
+def test_check_alignment_position_agrees_with_the_reversal_task(digits):
+    """Output token t (tgt_out[t]) is the source token at position(t, L), <eos> included."""
+    batch = make_batch([digits])
+    length = len(digits)
+    assert [int(batch.src[0, _position(t, length)]) for t in range(length + 1)] == batch.tgt_out[0].tolist()
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None", "position(t, L)"]),
+        (3, ["expected a function position(t, L)", "got int"]),
+        ("L - 1 - t", ["expected a function", "got str"]),
+        (lambda t, length: length - 1 - t, ["the last step writes <eos>", "when L = 1"]),
+        (lambda t, length: length - 1 - t if t < length else -1, ["the last step writes <eos>"]),
+        (lambda t, length: length - t, ["off by one", "L - 1"]),
+        (lambda t, length: t, ["copying (a diagonal)", "from its end"]),
+        (lambda t, length: t if t < length else length, ["copying (a diagonal)"]),
+        (lambda t, length: 1 / 0, ["position(0, 1) raised ZeroDivisionError: division by zero"]),
+        (lambda t: t, ["position(0, 1) raised TypeError"]),
+        (lambda t, length: 5, ["position(0, 1) gave 5", "step 0 writes digit number 0 from the end"]),
+        (lambda t, length: None, ["position(0, 1) gave None"]),
+    ],
+    ids=[
+        "none",
+        "int",
+        "str",
+        "no-eos",
+        "eos-minus-one",
+        "off-by-one",
+        "copy",
+        "copy-with-eos",
+        "raises",
+        "one-argument",
+        "constant",
+        "returns-none",
+    ],
+)
+def test_check_alignment_position_hints(answer, words):
+    assert_hint(check_alignment_position(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_context: weights [0.1, 0.7, 0.2] over encoder states [[1, 0], [0, 2], [4, 4]] -> [0.9, 2.2]
+# ----------------------------------------------------------------------------------------------
+
+CONTEXT_STATES = torch.tensor([[1.0, 0.0], [0.0, 2.0], [4.0, 4.0]])
+CONTEXT_WEIGHTS = torch.tensor([0.1, 0.7, 0.2])
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        torch.tensor([0.9, 2.2]),
+        torch.tensor([0.9, 2.2], dtype=torch.float64),
+        CONTEXT_WEIGHTS @ CONTEXT_STATES,
+        (CONTEXT_WEIGHTS[:, None] * CONTEXT_STATES).sum(0),
+        torch.tensor([0.9, 2.2], requires_grad=True),
+    ],
+    ids=["float32", "float64", "matmul", "broadcast-sum", "requires-grad"],
+)
+def test_check_context_right_answer(answer):
+    feedback = check_context(answer)
+    assert_correct(feedback)
+    assert "[0.9, 2.2]" in repr(feedback) and "weighted average" in repr(feedback)
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None", "a tensor of 2 numbers"]),
+        ([0.9, 2.2], ["torch.Tensor", "list"]),
+        (np.array([0.9, 2.2]), ["torch.Tensor", "ndarray"]),
+        (torch.tensor([0.9, 2.2, 0.0]), ["expected shape (2,)", "got (3,)"]),
+        (torch.tensor([[0.9, 2.2]]), ["expected shape (2,)", "got (1, 2)"]),
+        (CONTEXT_STATES.mean(0), ["plain average", "attention weight"]),
+        (CONTEXT_STATES[1], ["sum weight_j * h_j"]),
+        (CONTEXT_STATES.sum(0), ["sum weight_j * h_j"]),
+        (torch.tensor([2.2, 0.9]), ["sum weight_j * h_j"]),
+    ],
+    ids=["none", "list", "numpy", "3-numbers", "2-D", "plain-average", "argmax-state", "sum", "swapped"],
+)
+def test_check_context_hints(answer, words):
+    assert_hint(check_context(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_memory_size: a 12-digit source has 13 encoder states (with <eos>) of U = 64 numbers: 832
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [832, 832.0, torch.tensor(832), np.int64(832), 13 * 64],
+    ids=["int", "float", "tensor", "numpy", "product"],
+)
+def test_check_memory_size_right_answer(answer):
+    feedback = check_memory_size(answer)
+    assert_correct(feedback)
+    assert "832" in repr(feedback) and "13 states" in repr(feedback)
+
+
+def test_check_memory_size_agrees_with_the_encoder():
+    """The attention decoder reads the encoder's states: (1, 13, 64) for one 12-digit source."""
+    batch = make_batch(["123456789012"])
+    model = RNNSeq2Seq(attention=True, embed_size=8, num_hiddens=64)
+    with torch.no_grad():
+        states, _ = model.encoder(batch.src, batch.src_len)
+    assert states.shape == (1, 13, 64)
+    assert_correct(check_memory_size(states.numel()))
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None", "a count of numbers"]),
+        ("lots", ["one number", "str"]),
+        ([832], ["one number", "list"]),
+        (12 * 64, ["also reads <eos>", "13 positions"]),
+        (64, ["64 is what the decoder without attention gets"]),
+        (13, ["count the encoder states", "times their size U"]),
+        (2 * 832, ["count the encoder states"]),
+        (0, ["count the encoder states"]),
+    ],
+    ids=["none", "str", "list", "without-eos", "fixed-context", "states-only", "double", "zero"],
+)
+def test_check_memory_size_hints(answer, words):
+    assert_hint(check_memory_size(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_layer_norm: x = [1, 2, 3, 6], mean 3, population variance 3.5
+# ----------------------------------------------------------------------------------------------
+
+LN_X = torch.tensor([1.0, 2.0, 3.0, 6.0])
+LN_RIGHT = (LN_X - 3.0) / math.sqrt(3.5)  # [-1.069, -0.535, 0, 1.604]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        LN_RIGHT,
+        LN_RIGHT.double(),
+        torch.tensor([-1.069, -0.535, 0.0, 1.604]),  # rounded to 3 decimals
+        torch.nn.functional.layer_norm(LN_X, (4,)),  # eps = 1e-5
+        torch.nn.LayerNorm(4, elementwise_affine=False)(LN_X),
+    ],
+    ids=["exact", "float64", "rounded", "functional", "module"],
+)
+def test_check_layer_norm_right_answer(answer):
+    feedback = check_layer_norm(answer)
+    assert_correct(feedback)
+    assert "variance 3.5" in repr(feedback)
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None", "a tensor of 4 numbers"]),
+        (LN_RIGHT.tolist(), ["torch.Tensor", "list"]),
+        (LN_RIGHT[None], ["expected shape (4,)", "got (1, 4)"]),
+        (LN_RIGHT[:3], ["expected shape (4,)", "got (3,)"]),
+        ((LN_X - 3.0) / LN_X.std(), ["population variance", "n = 4, not n - 1"]),
+        (LN_X - 3.0, ["centred, yes", "divide by the standard deviation"]),
+        ((LN_X - 3.0) / 3.5, ["subtract the mean", "standard deviation"]),
+        (LN_X / LN_X.norm(), ["subtract the mean"]),
+        (LN_X, ["subtract the mean"]),
+    ],
+    ids=["none", "list", "2-D", "short", "sample-std", "centred-only", "divided-by-variance", "unit-norm", "input"],
+)
+def test_check_layer_norm_hints(answer, words):
+    assert_hint(check_layer_norm(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_ffn_parameters: PositionWiseFFN(32, 64) = Linear(32, 64) + Linear(64, 32), with biases
+# ----------------------------------------------------------------------------------------------
+
+FFN_PARAMS = 32 * 64 + 64 + 64 * 32 + 32  # 4192
+
+
+@pytest.mark.parametrize(
+    "answer", [FFN_PARAMS, 4192.0, torch.tensor(4192), np.int64(4192)], ids=["int", "float", "tensor", "numpy"]
+)
+def test_check_ffn_parameters_right_answer(answer):
+    feedback = check_ffn_parameters(answer)
+    assert_correct(feedback)
+    assert "4192" in repr(feedback)
+
+
+def test_check_ffn_parameters_agrees_with_the_module():
+    count = sum(p.numel() for p in PositionWiseFFN(num_hiddens=32, ffn_hiddens=64).parameters())
+    assert count == FFN_PARAMS == 4192
+    assert_correct(check_ffn_parameters(count))
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None", "the number of parameters"]),
+        ("4k", ["one number", "str"]),
+        (torch.tensor([4192, 1]), ["one number", "Tensor"]),
+        (32 * 64 + 64 * 32, ["both linear layers have biases too"]),
+        (12 * FFN_PARAMS, ["same two layers serve every position", "does not depend on the length"]),
+        (13 * FFN_PARAMS, ["does not depend on the length"]),
+        (32 * 64 + 64, ["two nn.Linear layers, 32 -> 64 and 64 -> 32"]),
+        (0, ["two nn.Linear layers"]),
+    ],
+    ids=["none", "str", "tensor-2", "no-biases", "per-position-12", "per-position-13", "one-layer", "zero"],
+)
+def test_check_ffn_parameters_hints(answer, words):
+    assert_hint(check_ffn_parameters(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_causal_row: row 3 of the causal mask for 6 positions, True = may attend
+# ----------------------------------------------------------------------------------------------
+
+CAUSAL_ROW = torch.tensor([True, True, True, True, False, False])
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [CAUSAL_ROW, causal_mask(6)[3], torch.arange(6) <= 3, torch.ones(6, 6, dtype=torch.bool).tril()[3]],
+    ids=["literal", "causal-mask", "arange", "tril"],
+)
+def test_check_causal_row_right_answer(answer):
+    feedback = check_causal_row(answer)
+    assert_correct(feedback)
+    assert "never the future" in repr(feedback)
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None", "a bool tensor of 6 entries"]),
+        (CAUSAL_ROW.tolist(), ["torch.Tensor", "list"]),
+        (causal_mask(6), ["expected shape (6,)", "got (6, 6)"]),
+        (CAUSAL_ROW.float(), ["masks are bool tensors (True = may attend)", "torch.float32"]),
+        (CAUSAL_ROW.long(), ["masks are bool tensors", "torch.int64"]),
+        (~CAUSAL_ROW, ["polarity", "True means may attend"]),
+        (causal_mask(6)[2], ["may attend to itself"]),
+        (torch.ones(6, dtype=torch.bool), ["the encoder's view", "must not see later target tokens"]),
+        (causal_mask(6)[4], ["numbered from 0", "up to and including 3"]),
+        (torch.zeros(6, dtype=torch.bool), ["numbered from 0"]),
+    ],
+    ids=["none", "list", "whole-mask", "float", "int", "polarity", "strictly-before", "all-true", "row-4", "all-false"],
+)
+def test_check_causal_row_hints(answer, words):
+    assert_hint(check_causal_row(answer), *words)

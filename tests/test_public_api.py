@@ -27,6 +27,10 @@ SUBMODULES = [
     "positional",
     "plotting",
     "widgets",
+    "tasks",
+    "seq2seq",
+    "transformer",
+    "training",
     "data",
     "checks",
 ]

@@ -1,0 +1,175 @@
+"""RNN encoder-decoders with and without Bahdanau attention (notebook 07).
+
+Both models read the source with the same GRU encoder. They differ in what the decoder sees:
+
+* :class:`RNNDecoder` gets one fixed context, the encoder's last state, at every step: the whole source
+  squeezed into one vector of size ``U``.
+* :class:`AttentionDecoder` (Bahdanau et al., 2015) computes a new context at every step: its previous
+  hidden state is the query, the encoder's states are the keys and the values, and additive attention
+  pools them (padded source positions masked out with the source's valid lengths).
+
+Shapes: ``B`` batch, ``S`` source length, ``T`` target length, ``E`` embedding size, ``U`` hidden units,
+``N`` vocabulary size. Tokens are int64 ids from :mod:`attn_course.tasks`.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from ._validate import require_int
+from .layers import AdditiveAttention
+from .masking import masked_softmax
+from .tasks import BOS, EOS, PAD, VOCAB_SIZE, check_tokens
+
+__all__ = ["check_source", "check_target", "Seq2SeqEncoder", "RNNDecoder", "AttentionDecoder", "RNNSeq2Seq"]
+
+
+def check_target(tgt_in: torch.Tensor, src: torch.Tensor) -> None:
+    """Raise unless ``tgt_in`` is (B, T) token ids with the same batch size B as ``src``."""
+    check_tokens(tgt_in, "tgt_in")
+    if tgt_in.shape[0] != src.shape[0]:
+        raise ValueError(f"tgt_in must have one row per source: shape ({src.shape[0]}, T), got {tuple(tgt_in.shape)}")
+
+
+def check_source(src: torch.Tensor, src_len: torch.Tensor) -> None:
+    """Raise unless ``src`` is (B, S) token ids and ``src_len`` (B,) lengths in ``[1, S]``."""
+    check_tokens(src, "src")
+    if not isinstance(src_len, torch.Tensor) or src_len.dtype != torch.long or tuple(src_len.shape) != src.shape[:1]:
+        got = f"{src_len.dtype} {tuple(src_len.shape)}" if isinstance(src_len, torch.Tensor) else type(src_len).__name__
+        raise ValueError(f"src_len must be an int64 tensor of shape ({src.shape[0]},), got {got}")
+    if src_len.numel() and (src_len.min() < 1 or src_len.max() > src.shape[1]):
+        raise ValueError(f"src_len must lie in [1, S = {src.shape[1]}], got {src_len.tolist()}")
+
+
+class Seq2SeqEncoder(nn.Module):
+    """Embedding, then a bidirectional GRU over the valid part of each source (padding is never read).
+
+    Each direction has ``U / 2`` units; the state at position ``j`` is ``[forward h_j; backward h_j]`` (size U):
+    what came up to ``j`` and what comes from ``j`` on, so it is centred on token ``j``, as in Bahdanau et al.
+    The summary of the whole source is ``[forward state at the last token; backward state at the first]``.
+    """
+
+    def __init__(self, embed_size: int = 32, num_hiddens: int = 64, vocab_size: int = VOCAB_SIZE):
+        super().__init__()
+        if require_int(num_hiddens, "num_hiddens") % 2:
+            raise ValueError(f"num_hiddens must be even (half per direction), got {num_hiddens}")
+        self.embedding = nn.Embedding(require_int(vocab_size, "vocab_size"), require_int(embed_size, "embed_size"))
+        self.rnn = nn.GRU(embed_size, num_hiddens // 2, batch_first=True, bidirectional=True)
+
+    def forward(self, src: torch.Tensor, src_len: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Returns the states at every position (B, S, U), zero past ``src_len``, and the summary (B, U)."""
+        x = self.embedding(src)  # (B, S) -> (B, S, E)
+        packed = pack_padded_sequence(x, src_len.cpu(), batch_first=True, enforce_sorted=False)
+        outputs, last = self.rnn(packed)  # last: (2, B, U / 2), forward then backward
+        outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=src.shape[1])  # (B, S, U)
+        return outputs, torch.cat([last[0], last[1]], dim=-1)  # (B, U / 2) ++ (B, U / 2) -> (B, U)
+
+
+class RNNDecoder(nn.Module):
+    """GRU decoder whose input at every step is ``[embedding of the previous token; encoder's last state]``."""
+
+    def __init__(self, embed_size: int = 32, num_hiddens: int = 64, vocab_size: int = VOCAB_SIZE):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, embed_size)
+        self.cell = nn.GRUCell(embed_size + num_hiddens, num_hiddens)
+        self.dense = nn.Linear(num_hiddens, vocab_size)
+
+    def init_state(self, enc_outputs, enc_last, src_len):
+        return enc_last, enc_last  # (hidden state, fixed context), both (B, U)
+
+    def step(self, prev: torch.Tensor, state):
+        """One step: previous tokens (B,) -> logits (B, N), new state, no attention weights."""
+        hidden, context = state
+        x = torch.cat([self.embedding(prev), context], dim=-1)  # (B, E) ++ (B, U) -> (B, E + U)
+        hidden = self.cell(x, hidden)  # (B, U)
+        return self.dense(hidden), (hidden, context), None
+
+
+class AttentionDecoder(nn.Module):
+    """GRU decoder with additive attention over the encoder states (Bahdanau attention).
+
+    At step ``t``: query = previous hidden state ``s_{t-1}`` (B, U); keys = values = encoder states
+    (B, S, U); context ``c_t`` = additive attention pooling, padded positions masked (B, U);
+    ``s_t = GRU([embed(y_{t-1}); c_t], s_{t-1})``; logits from ``[s_t; c_t]``.
+
+    The scores are those of ``self.attention`` (an :class:`AdditiveAttention`), with one saving: the keys'
+    projection ``W_k k`` is the same at every step, so :meth:`init_state` computes it once per source.
+    """
+
+    def __init__(self, embed_size: int = 32, num_hiddens: int = 64, vocab_size: int = VOCAB_SIZE):
+        super().__init__()
+        self.attention = AdditiveAttention(num_hiddens, num_hiddens, num_hiddens)
+        self.embedding = nn.Embedding(vocab_size, embed_size)
+        self.cell = nn.GRUCell(embed_size + num_hiddens, num_hiddens)
+        self.dense = nn.Linear(2 * num_hiddens, vocab_size)
+
+    def init_state(self, enc_outputs, enc_last, src_len):
+        keys = self.attention.W_k(enc_outputs)  # (B, S, U) -> (B, S, U), once per source
+        return enc_last, enc_outputs, keys, src_len
+
+    def step(self, prev: torch.Tensor, state):
+        """One step: previous tokens (B,) -> logits (B, N), new state, attention weights (B, S)."""
+        hidden, enc_outputs, keys, src_len = state
+        att = self.attention
+        features = torch.tanh(att.W_q(hidden).unsqueeze(1) + keys)  # (B, 1, U) + (B, S, U) -> (B, S, U)
+        scores = att.w_v(features).transpose(1, 2)  # (B, S, 1) -> (B, 1, S)
+        weights = masked_softmax(scores, src_len)  # (B, 1, S), zero on padding
+        context = torch.bmm(weights, enc_outputs)[:, 0]  # (B, 1, S) @ (B, S, U) -> (B, 1, U) -> (B, U)
+        x = torch.cat([self.embedding(prev), context], dim=-1)  # (B, E) ++ (B, U) -> (B, E + U)
+        hidden = self.cell(x, hidden)  # (B, U)
+        logits = self.dense(torch.cat([hidden, context], dim=-1))  # (B, 2U) -> (B, N)
+        return logits, (hidden, enc_outputs, keys, src_len), weights[:, 0]
+
+
+class RNNSeq2Seq(nn.Module):
+    """Encoder-decoder: ``model(src, src_len, tgt_in)`` gives logits (B, T, N) under teacher forcing.
+
+    Args:
+        attention: True for the Bahdanau decoder, False for the fixed-context decoder.
+        embed_size, num_hiddens: E and U.
+    """
+
+    def __init__(self, attention: bool = True, embed_size: int = 32, num_hiddens: int = 64):
+        super().__init__()
+        if not isinstance(attention, bool):
+            raise TypeError(f"attention must be True or False, got {attention!r}")
+        self.encoder = Seq2SeqEncoder(embed_size, num_hiddens)
+        decoder = AttentionDecoder if attention else RNNDecoder
+        self.decoder = decoder(embed_size, num_hiddens)
+
+    def forward(self, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        check_source(src, src_len)
+        check_target(tgt_in, src)
+        state = self.decoder.init_state(*self.encoder(src, src_len), src_len)
+        logits = []
+        for t in range(tgt_in.shape[1]):
+            step_logits, state, _ = self.decoder.step(tgt_in[:, t], state)
+            logits.append(step_logits)
+        return torch.stack(logits, dim=1)  # T x (B, N) -> (B, T, N)
+
+    @torch.no_grad()
+    def greedy(
+        self, src: torch.Tensor, src_len: torch.Tensor, max_len: int
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Decode by always taking the most likely token, feeding each prediction back in.
+
+        Returns the tokens (B, max_len), ``PAD`` after each sequence's ``EOS``, and the attention weights
+        (B, max_len, S) of every step (None without attention).
+        """
+        check_source(src, src_len)
+        require_int(max_len, "max_len")
+        state = self.decoder.init_state(*self.encoder(src, src_len), src_len)
+        prev = torch.full((src.shape[0],), BOS, dtype=torch.long)
+        done = torch.zeros(src.shape[0], dtype=torch.bool)
+        tokens, weights = [], []
+        for _ in range(max_len):
+            logits, state, w = self.decoder.step(prev, state)
+            prev = logits.argmax(dim=-1)  # (B,)
+            tokens.append(torch.where(done, PAD, prev))
+            done = done | (prev == EOS)
+            if w is not None:
+                weights.append(w)
+        stacked = torch.stack(weights, dim=1) if weights else None  # (B, max_len, S)
+        return torch.stack(tokens, dim=1), stacked

@@ -1,0 +1,264 @@
+"""Training and scoring the sequence-to-sequence models of notebooks 07 and 08.
+
+Every model here is called as ``model(src, src_len, tgt_in) -> logits (B, T, N)`` (teacher forcing) and
+has ``model.greedy(src, src_len, max_len) -> (tokens (B, max_len), weights)``. Shapes as in
+:mod:`attn_course.tasks`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.figure import Figure
+from torch import nn
+
+from ._validate import require_int, require_positive
+from .plotting import _draw_matrix
+from .tasks import EOS, PAD, Batch, Splits, labels, to_text
+
+__all__ = [
+    "History",
+    "train_seq2seq",
+    "predict",
+    "sequence_accuracy",
+    "accuracy_by_length",
+    "plot_history",
+    "plot_accuracy_by_length",
+    "alignment_panels",
+    "plot_decoding_step",
+]
+
+
+@dataclass
+class History:
+    """What :func:`train_seq2seq` measured: one entry per epoch, and the wall-clock seconds in all."""
+
+    train_loss: list[float] = field(default_factory=list)
+    valid_accuracy: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _check_model(model) -> None:
+    if not isinstance(model, nn.Module) or not callable(getattr(model, "greedy", None)):
+        raise TypeError(f"model must be an nn.Module with a greedy() method, got {type(model).__name__}")
+
+
+def train_seq2seq(
+    model: nn.Module,
+    data: Splits,
+    epochs: int = 10,
+    batch_size: int = 64,
+    lr: float = 5e-3,
+    seed: int = 0,
+    clip: float = 1.0,
+) -> History:
+    """Train with Adam on the cross-entropy of the next token (``PAD`` ignored), teacher forcing.
+
+    The learning rate starts at ``lr`` and decays to 0 along a half cosine over all the steps, which
+    lets the last epochs settle instead of jumping around. The order of the examples comes from a
+    generator seeded with ``seed``; gradients are clipped to norm ``clip``. After each epoch the model
+    is scored on ``data.valid`` (sequence accuracy, greedy decoding).
+    """
+    _check_model(model)
+    if not isinstance(data, Splits):
+        raise TypeError(f"data must be the Splits of a task (e.g. tasks.reversal_task()), got {type(data).__name__}")
+    require_int(epochs, "epochs")
+    require_int(batch_size, "batch_size")
+    require_positive(lr, "lr")
+    require_positive(clip, "clip")
+    gen = torch.Generator().manual_seed(require_int(seed, "seed", 0))
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    steps = epochs * math.ceil(len(data.train) / batch_size)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 0.5 * (1 + math.cos(math.pi * step / steps)))
+    loss_fn = nn.CrossEntropyLoss(ignore_index=PAD)
+    history = History()
+    start = time.perf_counter()
+    for _ in range(epochs):
+        model.train()
+        total, count = 0.0, 0
+        for index in torch.randperm(len(data.train), generator=gen).split(batch_size):
+            batch = _trim(data.train.select(index))
+            logits = model(batch.src, batch.src_len, batch.tgt_in)  # (B, T, N)
+            loss = loss_fn(logits.flatten(0, 1), batch.tgt_out.flatten())  # (B * T, N) vs (B * T,)
+            optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), clip)
+            optimizer.step()
+            schedule.step()
+            total += loss.item() * len(index)
+            count += len(index)
+        history.train_loss.append(total / count)
+        history.valid_accuracy.append(sequence_accuracy(model, data.valid))
+    history.seconds = time.perf_counter() - start
+    model.eval()
+    return history
+
+
+def _trim(batch: Batch) -> Batch:
+    """Drop the columns that are padding in every row of this batch (shorter loops, same result)."""
+    width = int(batch.src_len.max())
+    return Batch(batch.src[:, :width], batch.src_len, batch.tgt_in[:, :width], batch.tgt_out[:, :width])
+
+
+def predict(model: nn.Module, batch: Batch) -> list[str]:
+    """Greedy predictions as digit strings (room for one token more than the longest target)."""
+    _check_model(model)
+    model.eval()
+    tokens, _ = model.greedy(batch.src, batch.src_len, max_len=batch.tgt_out.shape[1] + 1)
+    return [to_text(row) for row in tokens]
+
+
+def _until_eos(row: torch.Tensor) -> tuple[int, ...]:
+    """The token ids of a row up to and with its first ``EOS`` (the whole row when it has none)."""
+    ids = row.tolist()
+    return tuple(ids[: ids.index(EOS) + 1]) if EOS in ids else tuple(ids)
+
+
+def _hits(model: nn.Module, batch: Batch) -> list[bool]:
+    """Per example: does the greedy output equal the target token for token, up to and with the ``EOS``?"""
+    _check_model(model)
+    model.eval()
+    tokens, _ = model.greedy(batch.src, batch.src_len, max_len=batch.tgt_out.shape[1] + 1)
+    return [_until_eos(p) == _until_eos(t) for p, t in zip(tokens, batch.tgt_out, strict=True)]
+
+
+def sequence_accuracy(model: nn.Module, batch: Batch) -> float:
+    """Fraction of examples whose whole greedy output equals the target: every digit, then ``EOS``."""
+    hits = _hits(model, batch)
+    return sum(hits) / len(hits)
+
+
+def accuracy_by_length(model: nn.Module, batch: Batch) -> dict[int, float]:
+    """Sequence accuracy for each source length (number of digits) present in ``batch``."""
+    result: dict[int, list[bool]] = {}
+    for hit, n in zip(_hits(model, batch), (batch.src_len - 1).tolist(), strict=True):
+        result.setdefault(n, []).append(hit)
+    return {n: sum(hits) / len(hits) for n, hits in sorted(result.items())}
+
+
+def plot_history(histories: dict[str, History], figsize=(9.0, 3.2)) -> Figure:
+    """Training loss and validation sequence accuracy per epoch, one line per model."""
+    if not isinstance(histories, dict) or not histories:
+        raise ValueError("histories must be a non-empty dict {model name: History}")
+    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=figsize, layout="constrained")
+    for name, h in histories.items():
+        epochs = range(1, len(h.train_loss) + 1)
+        ax_loss.plot(epochs, h.train_loss, marker="o", ms=3, label=name)
+        ax_acc.plot(epochs, h.valid_accuracy, marker="o", ms=3, label=name)
+    ax_loss.set(xlabel="epoch", ylabel="cross-entropy per token", title="training loss", yscale="log")
+    ax_acc.set(xlabel="epoch", ylabel="sequence accuracy", title="validation accuracy (greedy)", ylim=(-0.02, 1.02))
+    ax_acc.legend(loc="lower right")
+    return fig
+
+
+def plot_accuracy_by_length(results: dict[str, dict[int, float]], ax=None, figsize=(5.5, 3.2)) -> Figure:
+    """Sequence accuracy against source length, one line per model."""
+    if not isinstance(results, dict) or not results:
+        raise ValueError("results must be a non-empty dict {model name: accuracy_by_length(...)}")
+    if ax is None:
+        fig, ax = plt.subplots(figsize=figsize, layout="constrained")
+    else:
+        fig = ax.figure
+    for name, by_len in results.items():
+        ax.plot(list(by_len), list(by_len.values()), marker="o", ms=4, label=name)
+    ax.set(xlabel="source length (digits)", ylabel="sequence accuracy", ylim=(-0.02, 1.02))
+    ax.set_title("test accuracy by length")
+    ax.legend()
+    return fig
+
+
+def alignment_panels(weights: torch.Tensor, batch: Batch, tokens: torch.Tensor, indices) -> dict:
+    """Cut the attention of examples ``indices`` to their real size and label it, for ``show_heatmaps``.
+
+    Args:
+        weights: (B, T, S) attention of output steps over source positions (from ``model.greedy``).
+        batch: the examples that were decoded. tokens: (B, T) the decoded tokens.
+        indices: which examples to show.
+
+    Returns a dict of lists, one entry per example: ``matrices`` ((T_i, S_i) tensors, sizes differ from example
+    to example), ``xticklabels`` (source tokens), ``yticklabels`` (output tokens) and ``titles``.
+    :func:`plot_alignments` draws them; ``show_heatmaps(**panels)`` works only when all examples have one size.
+    """
+    if not isinstance(weights, torch.Tensor) or weights.ndim != 3 or weights.shape[0] != len(batch):
+        got = tuple(weights.shape) if isinstance(weights, torch.Tensor) else type(weights).__name__
+        raise ValueError(f"weights must be (B, T, S) with B = {len(batch)} examples, got {got}")
+    panels: dict[str, list] = {"matrices": [], "xticklabels": [], "yticklabels": [], "titles": []}
+    for i in indices:
+        src_len = int(batch.src_len[i])
+        out = tokens[i].tolist()
+        out_len = out.index(EOS) + 1 if EOS in out else len(out)  # up to and with the first EOS
+        panels["matrices"].append(weights[i, :out_len, :src_len])
+        panels["xticklabels"].append(labels(batch.src[i], src_len))
+        panels["yticklabels"].append(labels(tokens[i], out_len))
+        panels["titles"].append(f"{to_text(batch.src[i])} -> {to_text(tokens[i])}")
+    return panels
+
+
+def plot_alignments(
+    weights: torch.Tensor, batch: Batch, tokens: torch.Tensor, indices, figsize=None, cmap: str = "Reds"
+) -> Figure:
+    """Heatmaps of the attention of a few decoded examples, each at its own size, with one colour bar.
+
+    Arguments as in :func:`alignment_panels`. Rows are output tokens, columns are source tokens.
+    """
+    panels = alignment_panels(weights, batch, tokens, indices)
+    widths = [m.shape[1] for m in panels["matrices"]]
+    if not widths:
+        raise ValueError("indices must pick at least one example")
+    figsize = figsize or (0.32 * sum(widths) + 1.6 * len(widths) + 1.0, 0.3 * max(widths) + 1.6)
+    fig, axes = plt.subplots(1, len(widths), figsize=figsize, width_ratios=widths, layout="constrained", squeeze=False)
+    for ax, m, xl, yl, title in zip(axes[0], *panels.values(), strict=True):
+        mesh = _draw_matrix(ax, m.detach().cpu().double().numpy(), 0.0, 1.0, cmap, annotate=False)
+        ax.set_xticks([j + 0.5 for j in range(len(xl))], xl, fontsize=8)
+        ax.set_yticks([i + 0.5 for i in range(len(yl))], yl, fontsize=8)
+        ax.tick_params(length=0)
+        ax.set(xlabel="source", title=title)
+    axes[0, 0].set_ylabel("output")
+    fig.colorbar(mesh, ax=axes, shrink=0.8, label="attention weight")
+    return fig
+
+
+def plot_decoding_step(
+    step: int, weights: torch.Tensor, src_labels: list[str], out_labels: list[str], figsize=(9.0, 3.4)
+) -> Figure:
+    """Greedy decoding at one step: the attention over the source (bars) and the alignment so far.
+
+    Args:
+        step: which output step to show (0 = the first).
+        weights: (T, S) attention of each output step over the source positions, for one example.
+        src_labels: S source tokens. out_labels: T decoded tokens.
+    """
+    if not isinstance(weights, torch.Tensor) or weights.ndim != 2:
+        raise ValueError(f"weights must be a (T, S) tensor for one example, got {getattr(weights, 'shape', weights)!r}")
+    num_steps, num_src = weights.shape
+    if len(src_labels) != num_src or len(out_labels) != num_steps:
+        raise ValueError(
+            f"need S = {num_src} source labels and T = {num_steps} output labels, "
+            f"got {len(src_labels)} and {len(out_labels)}"
+        )
+    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < num_steps:
+        raise ValueError(f"step must be an integer in [0, {num_steps - 1}], got {step!r}")
+    w = weights.detach().cpu().double()
+    fig, (ax_bar, ax_map) = plt.subplots(1, 2, figsize=figsize, layout="constrained", width_ratios=(1.2, 1))
+    colours = ["tab:red" if j == int(w[step].argmax()) else "tab:gray" for j in range(num_src)]
+    ax_bar.bar(range(num_src), w[step].numpy(), color=colours)
+    ax_bar.set_xticks(range(num_src), src_labels)
+    ax_bar.set(ylim=(0, 1.05), xlabel="source token", ylabel="attention weight")
+    prefix = " ".join(out_labels[:step]) or "(nothing yet)"
+    ax_bar.set_title(
+        f"step {step}: output so far {prefix}\nattends most to source position {int(w[step].argmax())} "
+        f"and writes {out_labels[step]}",
+        fontsize=10,
+    )
+    shown = w.clone()
+    shown[step + 1 :] = float("nan")  # steps not decoded yet stay blank
+    ax_map.imshow(shown.numpy(), cmap="Reds", vmin=0, vmax=1, aspect="auto")
+    ax_map.set_xticks(range(num_src), src_labels)
+    ax_map.set_yticks(range(num_steps), out_labels)
+    ax_map.axhline(step, color="tab:blue", lw=2, alpha=0.5)
+    ax_map.set(xlabel="source token", ylabel="output token", title="alignment so far")
+    return fig

@@ -1,0 +1,257 @@
+"""A tiny encoder-decoder Transformer built from the course's pieces (notebook 08).
+
+``MultiHeadAttention`` (notebook 06), ``positional_encoding`` (notebook 06) and ``causal_mask``
+(notebook 05), plus the two pieces this module adds: the position-wise feed-forward network and
+"add & norm" (a residual connection followed by layer normalisation). Post-norm, as in the original
+Transformer (Vaswani et al., 2017).
+
+Shapes: ``B`` batch, ``S`` source length, ``T`` target length, ``D`` model size (``num_hiddens``),
+``F`` hidden units of the feed-forward network, ``H`` heads, ``L`` layers, ``N`` vocabulary size.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from matplotlib.figure import Figure
+from torch import nn
+
+from ._validate import require_int
+from .masking import causal_mask
+from .multihead import MultiHeadAttention
+from .plotting import show_heatmaps
+from .positional import positional_encoding
+from .seq2seq import check_source, check_target
+from .tasks import BOS, EOS, PAD, VOCAB_SIZE, Batch, labels, to_text
+
+__all__ = [
+    "PositionWiseFFN",
+    "AddNorm",
+    "EncoderBlock",
+    "DecoderBlock",
+    "TransformerSeq2Seq",
+    "plot_transformer_attention",
+]
+
+
+class PositionWiseFFN(nn.Module):
+    """The same two-layer MLP applied to every position on its own: (B, T, D) -> (B, T, D)."""
+
+    def __init__(self, num_hiddens: int, ffn_hiddens: int):
+        super().__init__()
+        self.dense1 = nn.Linear(require_int(num_hiddens, "num_hiddens"), require_int(ffn_hiddens, "ffn_hiddens"))
+        self.dense2 = nn.Linear(ffn_hiddens, num_hiddens)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dense2(torch.relu(self.dense1(x)))  # (B, T, D) -> (B, T, F) -> (B, T, D)
+
+
+class AddNorm(nn.Module):
+    """``LayerNorm(x + dropout(y))``: a residual connection, then layer normalisation over the last axis."""
+
+    def __init__(self, num_hiddens: int, dropout: float = 0.0):
+        super().__init__()
+        self.norm = nn.LayerNorm(require_int(num_hiddens, "num_hiddens"))
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if x.shape != y.shape:
+            raise ValueError(
+                f"x and y must have the same shape for the residual sum, got {tuple(x.shape)} and {tuple(y.shape)}"
+            )
+        return self.norm(x + self.dropout(y))  # (B, T, D)
+
+
+class EncoderBlock(nn.Module):
+    """Self-attention over the source (padding masked), then the feed-forward network; add & norm after each."""
+
+    def __init__(self, num_hiddens: int, num_heads: int, ffn_hiddens: int, dropout: float = 0.0):
+        super().__init__()
+        self.attention = MultiHeadAttention(num_hiddens, num_heads, dropout)
+        self.addnorm1 = AddNorm(num_hiddens, dropout)
+        self.ffn = PositionWiseFFN(num_hiddens, ffn_hiddens)
+        self.addnorm2 = AddNorm(num_hiddens, dropout)
+
+    def forward(self, x: torch.Tensor, src_len: torch.Tensor) -> torch.Tensor:
+        y = self.addnorm1(x, self.attention(x, x, x, src_len))  # (B, S, D), keys past src_len ignored
+        return self.addnorm2(y, self.ffn(y))  # (B, S, D)
+
+
+class DecoderBlock(nn.Module):
+    """Causal self-attention, then cross-attention to the encoder's output, then the feed-forward network.
+
+    In the cross-attention the queries come from the target and the keys and values are the encoder's
+    output ``memory`` (B, S, D), with the source's padding masked.
+    """
+
+    def __init__(self, num_hiddens: int, num_heads: int, ffn_hiddens: int, dropout: float = 0.0):
+        super().__init__()
+        self.self_attention = MultiHeadAttention(num_hiddens, num_heads, dropout)
+        self.addnorm1 = AddNorm(num_hiddens, dropout)
+        self.cross_attention = MultiHeadAttention(num_hiddens, num_heads, dropout)
+        self.addnorm2 = AddNorm(num_hiddens, dropout)
+        self.ffn = PositionWiseFFN(num_hiddens, ffn_hiddens)
+        self.addnorm3 = AddNorm(num_hiddens, dropout)
+
+    def forward(self, x: torch.Tensor, memory: torch.Tensor, src_len: torch.Tensor) -> torch.Tensor:
+        mask = causal_mask(x.shape[1])  # (T, T): position t sees positions 0..t
+        y = self.addnorm1(x, self.self_attention(x, x, x, mask=mask))  # (B, T, D)
+        z = self.addnorm2(y, self.cross_attention(y, memory, memory, src_len))  # (B, T, D) attends to (B, S, D)
+        return self.addnorm3(z, self.ffn(z))  # (B, T, D)
+
+
+class TransformerSeq2Seq(nn.Module):
+    """Encoder-decoder Transformer: ``model(src, src_len, tgt_in)`` gives logits (B, T, N) (teacher forcing).
+
+    Args:
+        num_hiddens: D, the model size, divisible by ``num_heads``.
+        num_heads: H. num_layers: L blocks in the encoder and L in the decoder.
+        ffn_hiddens: F. dropout: on attention weights and sublayer outputs.
+        max_len: longest sequence the positional encoding covers.
+
+    Source and target share one token embedding (same digits). As in the Transformer paper, embeddings
+    start with standard deviation 1/sqrt(D) and are multiplied by sqrt(D), so that tokens and positions
+    (entries in [-1, 1]) enter the sum on the same scale.
+    """
+
+    def __init__(
+        self,
+        num_hiddens: int = 32,
+        num_heads: int = 4,
+        num_layers: int = 2,
+        ffn_hiddens: int = 64,
+        dropout: float = 0.0,
+        max_len: int = 64,
+    ):
+        super().__init__()
+        require_int(num_layers, "num_layers")
+        self.num_hiddens = require_int(num_hiddens, "num_hiddens")
+        self.embedding = nn.Embedding(VOCAB_SIZE, num_hiddens)
+        nn.init.normal_(self.embedding.weight, std=num_hiddens**-0.5)  # times sqrt(D) below: entries ~ N(0, 1)
+        self.register_buffer("pos", positional_encoding(require_int(max_len, "max_len"), num_hiddens), persistent=False)
+        self.dropout = nn.Dropout(dropout)
+        self.encoder = nn.ModuleList(
+            EncoderBlock(num_hiddens, num_heads, ffn_hiddens, dropout) for _ in range(num_layers)
+        )
+        self.decoder = nn.ModuleList(
+            DecoderBlock(num_hiddens, num_heads, ffn_hiddens, dropout) for _ in range(num_layers)
+        )
+        self.dense = nn.Linear(num_hiddens, VOCAB_SIZE)
+
+    def _embed(self, tokens: torch.Tensor, name: str) -> torch.Tensor:
+        if tokens.shape[1] > self.pos.shape[0]:
+            raise ValueError(
+                f"{name} has {tokens.shape[1]} positions; this model encodes at most max_len = {self.pos.shape[0]}"
+            )
+        x = self.embedding(tokens) * math.sqrt(self.num_hiddens)  # (B, T) -> (B, T, D)
+        return self.dropout(x + self.pos[: tokens.shape[1]])  # + (T, D) broadcast over the batch
+
+    def encode(self, src: torch.Tensor, src_len: torch.Tensor) -> torch.Tensor:
+        """The encoder's output ``memory`` (B, S, D)."""
+        x = self._embed(src, "src")
+        for block in self.encoder:
+            x = block(x, src_len)
+        return x
+
+    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_len: torch.Tensor) -> torch.Tensor:
+        """Logits (B, T, N) for every target position, each seeing only the target tokens up to itself."""
+        y = self._embed(tgt_in, "tgt_in")
+        for block in self.decoder:
+            y = block(y, memory, src_len)
+        return self.dense(y)  # (B, T, D) -> (B, T, N)
+
+    def forward(self, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        check_source(src, src_len)
+        check_target(tgt_in, src)
+        return self.decode(tgt_in, self.encode(src, src_len), src_len)
+
+    def attention_weights(self) -> dict[str, torch.Tensor]:
+        """The last forward pass's weights, stacked over layers: each (B, L, H, queries, keys).
+
+        ``"encoder"`` (source self-attention), ``"decoder"`` (causal self-attention) and ``"cross"``
+        (target positions attending to source positions).
+        """
+        if self.encoder[0].attention.attention_weights is None:
+            raise RuntimeError("no attention weights yet: call the model (or greedy) first")
+        return {
+            "encoder": torch.stack([b.attention.attention_weights for b in self.encoder], dim=1),
+            "decoder": torch.stack([b.self_attention.attention_weights for b in self.decoder], dim=1),
+            "cross": torch.stack([b.cross_attention.attention_weights for b in self.decoder], dim=1),
+        }
+
+    @torch.no_grad()
+    def greedy(self, src: torch.Tensor, src_len: torch.Tensor, max_len: int) -> tuple[torch.Tensor, dict]:
+        """Decode by always taking the most likely token, feeding each prediction back in.
+
+        The decoder re-reads the whole prefix at every step (simple, and cheap at these lengths).
+        Returns the tokens (B, max_len), ``PAD`` after each sequence's ``EOS``, and
+        :meth:`attention_weights` for the final prefix (causal masking makes every row the same as when
+        that step was decoded).
+        """
+        check_source(src, src_len)
+        require_int(max_len, "max_len")
+        memory = self.encode(src, src_len)
+        tgt = torch.full((src.shape[0], 1), BOS, dtype=torch.long)  # (B, 1)
+        for _ in range(max_len):
+            nxt = self.decode(tgt, memory, src_len)[:, -1].argmax(dim=-1)  # (B,)
+            tgt = torch.cat([tgt, nxt.unsqueeze(1)], dim=1)  # (B, t + 1)
+        self.decode(tgt[:, :-1], memory, src_len)  # weights for the decoded inputs BOS, y_1, .., y_{max_len - 1}
+        tokens = tgt[:, 1:]
+        after_eos = (tokens == EOS).long().cumsum(dim=1) - (tokens == EOS).long() > 0  # strictly after the 1st EOS
+        return tokens.masked_fill(after_eos, PAD), self.attention_weights()
+
+
+ATTENTION_KINDS = {
+    "encoder": ("encoder self-attention", "source", "source"),
+    "decoder": ("decoder self-attention (causal)", "decoder input", "decoder input"),
+    "cross": ("cross-attention: output attends to source", "source", "decoder input"),
+}
+
+
+def plot_transformer_attention(
+    weights: dict, batch: Batch, tokens: torch.Tensor, index: int = 0, kind: str = "cross", figsize=None
+) -> Figure:
+    """Heatmaps of one example's attention in every layer (rows) and head (columns).
+
+    Args:
+        weights: ``TransformerSeq2Seq.greedy``'s weights: ``kind`` -> (B, L, H, queries, keys).
+        batch: the decoded examples. tokens: (B, T) the decoded tokens.
+        index: which example. kind: ``"encoder"``, ``"decoder"`` or ``"cross"``.
+    """
+    if kind not in ATTENTION_KINDS:
+        raise ValueError(f"kind must be one of {sorted(ATTENTION_KINDS)}, got {kind!r}")
+    if not isinstance(weights, dict) or kind not in weights:
+        raise ValueError(
+            f"weights must be the dict of attention weights from TransformerSeq2Seq.greedy, got {weights!r}"
+        )
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(batch):
+        raise ValueError(f"index must be an integer in [0, {len(batch) - 1}], got {index!r}")
+    src_len = int(batch.src_len[index])
+    out = tokens[index].tolist()
+    out_len = out.index(EOS) + 1 if EOS in out else len(out)
+    src_labels = labels(batch.src[index], src_len)
+    dec_labels = ["<bos>"] + labels(tokens[index], out_len - 1)  # what the decoder read at each step
+    title, xlabel, ylabel = ATTENTION_KINDS[kind]
+    w = weights[kind][index]  # (L, H, queries, keys)
+    num_layers, num_heads = w.shape[:2]
+    if kind == "encoder":
+        w, xl, yl = w[:, :, :src_len, :src_len], src_labels, src_labels
+    elif kind == "decoder":
+        w, xl, yl = w[:, :, :out_len, :out_len], dec_labels, dec_labels
+    else:
+        w, xl, yl = w[:, :, :out_len, :src_len], src_labels, dec_labels
+    titles = [f"layer {layer + 1}, head {head + 1}" for layer in range(num_layers) for head in range(num_heads)]
+    return show_heatmaps(
+        w,
+        xlabel=xlabel,
+        ylabel=ylabel,
+        titles=titles,
+        xticklabels=xl,
+        yticklabels=yl,
+        vmin=0.0,
+        vmax=1.0,
+        annotate=False,
+        suptitle=f"{title}: {to_text(batch.src[index])} -> {to_text(tokens[index])}",
+        figsize=figsize,
+    )
