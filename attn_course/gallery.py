@@ -10,7 +10,7 @@ import torch
 from matplotlib.figure import Figure
 
 from .masking import causal_mask, masked_softmax
-from .plotting import show_heatmaps
+from .plotting import TITLE_Y, _thin_ticks, _updatable, _update_matrix, show_heatmaps
 
 __all__ = ["PATTERNS", "pattern_scores", "plot_pattern_gallery", "plot_masking_demo"]
 
@@ -63,6 +63,22 @@ def plot_pattern_gallery(n: int = 6, strength: float = 4.0, tokens=None, axes=No
     )
 
 
+def _masking_demo(valid_len_1: int, valid_len_2: int, causal: bool, seed: int):
+    """What ``plot_masking_demo`` shows: weights (2, 6, 6), each sequence's tokens, the titles and the suptitle."""
+    length = 6
+    for name, value in (("valid_len_1", valid_len_1), ("valid_len_2", valid_len_2)):
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= length:
+            raise ValueError(f"{name} must be an integer in [0, {length}], got {value!r}")
+    gen = torch.Generator().manual_seed(seed)
+    scores = torch.randn(2, length, length, generator=gen)  # (B, Q, K) self-attention: Q = K = 6 positions
+    mask = causal_mask(length) if causal else None
+    weights = masked_softmax(scores, torch.tensor([valid_len_1, valid_len_2]), mask)  # (B, Q, K)
+    tokens = [[f"w{i + 1}" if i < n else "<pad>" for i in range(length)] for n in (valid_len_1, valid_len_2)]
+    titles = [f"sequence 1: valid length {valid_len_1}", f"sequence 2: valid length {valid_len_2}"]
+    suptitle = ("padding + causal mask" if causal else "padding mask") + " (rows: queries)"
+    return weights, tokens, titles, suptitle
+
+
 def plot_masking_demo(
     valid_len_1: int = 4, valid_len_2: int = 6, causal: bool = False, seed: int = 0, axes=None
 ) -> Figure:
@@ -74,24 +90,32 @@ def plot_masking_demo(
         seed: seed of the random scores.
         axes: two axes, or None for a new figure.
     """
-    length = 6
-    for name, value in (("valid_len_1", valid_len_1), ("valid_len_2", valid_len_2)):
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= length:
-            raise ValueError(f"{name} must be an integer in [0, {length}], got {value!r}")
-    gen = torch.Generator().manual_seed(seed)
-    scores = torch.randn(2, length, length, generator=gen)  # (B, Q, K) self-attention: Q = K = 6 positions
-    mask = causal_mask(length) if causal else None
-    weights = masked_softmax(scores, torch.tensor([valid_len_1, valid_len_2]), mask)  # (B, Q, K)
-    tokens = [[f"w{i + 1}" if i < n else "<pad>" for i in range(length)] for n in (valid_len_1, valid_len_2)]
+    weights, tokens, titles, suptitle = _masking_demo(valid_len_1, valid_len_2, causal, seed)
     fig = show_heatmaps(
         weights,
         ax=axes,
-        titles=[f"sequence 1: valid length {valid_len_1}", f"sequence 2: valid length {valid_len_2}"],
+        titles=titles,
         xticklabels=tokens,
         yticklabels=tokens,
         vmin=0.0,
         vmax=1.0,
         figsize=(9.0, 4.4),
-        suptitle=("padding + causal mask" if causal else "padding mask") + " (rows: queries)",
+        suptitle=suptitle,
     )
-    return fig
+    if axes is not None:
+        return fig
+    panels, shared = fig.axes[:2], valid_len_1 == valid_len_2  # show_heatmaps shares the axes of equal labels
+
+    def update(valid_len_1=4, valid_len_2=6, causal=False, seed=0, axes=None) -> bool:
+        if axes is not None or (valid_len_1 == valid_len_2) != shared:
+            return False
+        weights, tokens, titles, suptitle = _masking_demo(valid_len_1, valid_len_2, causal, seed)
+        for ax, matrix, labels, title in zip(panels, weights.numpy(), tokens, titles, strict=True):
+            _update_matrix(ax, matrix.astype(float), 0.0, 1.0)
+            _thin_ticks(ax, "x", labels, len(labels))
+            _thin_ticks(ax, "y", labels, len(labels))
+            ax.set_title(title, fontsize=10, y=TITLE_Y)
+        fig.suptitle(suptitle)
+        return True
+
+    return _updatable(fig, plot_masking_demo, update)

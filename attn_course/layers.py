@@ -87,7 +87,7 @@ class DotProductAttention(nn.Module):
     def forward(self, queries, keys, values, valid_lens=None, mask=None):
         check_qkv(queries, keys, values)
         scores = _dot_product_scores(queries, keys)  # (B, Q, K)
-        output, weights = _attention_pooling(scores, values, valid_lens, self.dropout, mask)
+        output, weights = _attention_pooling(scores, values, valid_lens, self.dropout, mask, own_scores=True)
         self.attention_weights = weights.detach()
         return output  # (B, Q, V)
 
@@ -127,6 +127,6 @@ class AdditiveAttention(nn.Module):
                 f"convert the layer with .to({queries.dtype})"
             )
         scores = _additive_scores(queries, keys, self.W_q.weight, self.W_k.weight, self.w_v.weight[0])  # (B, Q, K)
-        output, weights = _attention_pooling(scores, values, valid_lens, self.dropout)
+        output, weights = _attention_pooling(scores, values, valid_lens, self.dropout, own_scores=True)
         self.attention_weights = weights.detach()
         return output  # (B, Q, V)

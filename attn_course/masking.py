@@ -7,6 +7,8 @@ Polarity, everywhere in the course: a boolean mask is ``True`` where a query *ma
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ._validate import require_float, require_rank, require_tensor, shape_str
@@ -14,8 +16,12 @@ from ._validate import require_float, require_rank, require_tensor, shape_str
 __all__ = ["sequence_mask", "causal_mask", "masked_softmax"]
 
 
-def _check_valid_lens(valid_lens, num_keys: int, leading: tuple[int, ...], name: str = "valid_lens") -> None:
-    """valid_lens: integer tensor of shape ``leading[:1]`` (B,) or ``leading`` (B, Q), values in [0, K]."""
+def _check_valid_lens(valid_lens, num_keys: int, leading: tuple[int, ...], name: str = "valid_lens") -> int:
+    """valid_lens: integer tensor of shape ``leading[:1]`` (B,) or ``leading`` (B, Q), values in [0, K].
+
+    Returns the shortest length (``num_keys`` when there is none), so that callers know without another pass
+    whether some row has nothing to attend to.
+    """
     require_tensor(valid_lens, name)
     if valid_lens.is_floating_point() or valid_lens.is_complex() or valid_lens.dtype == torch.bool:
         raise TypeError(
@@ -29,9 +35,13 @@ def _check_valid_lens(valid_lens, num_keys: int, leading: tuple[int, ...], name:
             f"{name} must have shape {wanted} (one length per sequence, or per query), "
             f"got shape {shape_str(valid_lens.shape)}"
         )
-    if valid_lens.numel() and (valid_lens.min() < 0 or valid_lens.max() > num_keys):
+    if not valid_lens.numel():
+        return num_keys
+    shortest, longest = (int(x) for x in torch.aminmax(valid_lens))  # one pass for both ends
+    if shortest < 0 or longest > num_keys:
         bad = valid_lens[(valid_lens < 0) | (valid_lens > num_keys)][0]
         raise ValueError(f"{name} must lie in [0, {num_keys}] (the number of keys), got {int(bad)}")
+    return shortest
 
 
 def sequence_mask(valid_lens: torch.Tensor, num_keys: int) -> torch.Tensor:
@@ -88,14 +98,26 @@ def masked_softmax(
     """
     require_float(scores, "scores")
     require_rank(scores, "scores", (3,), "(B, Q, K)")
+    return _masked_softmax(scores, valid_lens, mask)
+
+
+def _masked_softmax(scores, valid_lens=None, mask=None, own_scores: bool = False) -> torch.Tensor:
+    """``masked_softmax`` after the checks of ``scores``. ``own_scores``: the caller made ``scores`` and will not
+    use them again, so they may be overwritten (a (B, Q, K) tensor fewer to allocate: at 1024 keys, allocating
+    one costs about as much as the softmax itself)."""
     if valid_lens is None and mask is None:
+        if own_scores and not _needs_grad(scores):
+            return torch.softmax(scores, dim=-1, out=scores)  # in place: row by row, each read before it is written
         return torch.softmax(scores, dim=-1)
     batch, num_q, num_k = scores.shape
-    allowed = torch.ones((), dtype=torch.bool, device=scores.device)
+    blocked = None  # True where a query may NOT attend, broadcastable to (B, Q, K)
+    empty = None  # the rows with nothing allowed, broadcastable to (B, Q, 1); None when there is none
     if valid_lens is not None:
-        _check_valid_lens(valid_lens, num_k, (batch, num_q))
+        shortest = _check_valid_lens(valid_lens, num_k, (batch, num_q))
         lens = valid_lens.unsqueeze(1) if valid_lens.ndim == 1 else valid_lens  # (B,) -> (B, 1): same for all queries
-        allowed = torch.arange(num_k, device=scores.device) < lens.unsqueeze(-1)  # (B, Q or 1, K)
+        blocked = torch.arange(num_k, device=scores.device) >= lens.unsqueeze(-1)  # (B, Q or 1, K)
+        if shortest == 0:
+            empty = (lens == 0).unsqueeze(-1)  # (B, Q or 1, 1)
     if mask is not None:
         if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
             got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
@@ -109,8 +131,27 @@ def masked_softmax(
                 f"mask must broadcast to the scores' shape (B, Q, K) = {shape_str(scores.shape)}, "
                 f"got {shape_str(mask.shape)}"
             )
-        allowed = allowed & mask  # (B, Q, K) after broadcasting
-    # The dtype's most negative number rather than -inf (which turns an empty row into NaN)
-    # or d2l's -1e6 (which wins when every real score is below -1e6). masked_fill returns a copy.
-    filled = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)  # (B, Q, K)
-    return torch.softmax(filled, dim=-1).masked_fill(~allowed, 0.0)  # empty rows: uniform -> zeros
+        blocked = ~mask if blocked is None else blocked | ~mask  # (B, Q, K) after broadcasting
+        empty = blocked.all(-1, keepdim=True)  # (..., 1)
+        empty = empty if empty.any() else None
+    if empty is not None:
+        # A row with nothing allowed would be all -inf, whose softmax is NaN (and so are its gradients): let it
+        # see every key, then set it to zeros below. Its scores then get a gradient of exactly 0.
+        blocked = blocked & ~empty
+    # -inf, as in torch's own masking: exp(-inf) is exactly 0, so masked weights need no second pass.
+    if own_scores and not _needs_grad(scores):
+        # In place in the caller's temporary; where(out=) does the same as masked_fill_ in half the time.
+        filled = torch.where(blocked, scores.new_full((), -math.inf), scores, out=scores)  # (B, Q, K)
+    elif own_scores:
+        filled = scores.masked_fill_(blocked, -math.inf)  # (B, Q, K), in place in the caller's temporary
+    else:
+        filled = scores.masked_fill(blocked, -math.inf)  # (B, Q, K), a copy: the caller's scores stay as they are
+    if _needs_grad(filled):  # autograd keeps the softmax's output: no writing into it
+        weights = torch.softmax(filled, dim=-1)  # (B, Q, K)
+        return weights if empty is None else weights.masked_fill(empty, 0.0)  # empty rows: zeros
+    weights = torch.softmax(filled, dim=-1, out=filled)  # (B, Q, K), in place in our own copy
+    return weights if empty is None else weights.masked_fill_(empty, 0.0)  # empty rows: zeros
+
+
+def _needs_grad(t: torch.Tensor) -> bool:
+    return torch.is_grad_enabled() and t.requires_grad

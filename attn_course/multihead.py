@@ -131,7 +131,8 @@ class MultiHeadAttention(nn.Module):
             valid_lens = torch.repeat_interleave(valid_lens, heads, dim=0)  # (B,) -> (B * H,), or (B, Q) -> (B * H, Q)
         if mask is not None and mask.ndim == 3:
             mask = torch.repeat_interleave(mask.expand(batch, -1, -1), heads, dim=0)  # (B, Q, K) -> (B * H, Q, K)
-        out, weights = _attention_pooling(_dot_product_scores(q, k), v, valid_lens, self.dropout, mask)
+        scores = _dot_product_scores(q, k)  # (B * H, Q, K)
+        out, weights = _attention_pooling(scores, v, valid_lens, self.dropout, mask, own_scores=True)
         self.attention_weights = weights.detach().reshape(batch, heads, *weights.shape[1:])  # (B, H, Q, K)
         return self.W_o(merge_heads(out, heads))  # (B * H, Q, dh) -> (B, Q, D) -> (B, Q, D)
 

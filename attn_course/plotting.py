@@ -20,6 +20,9 @@ from .kernels import KERNELS, nadaraya_watson
 __all__ = ["show_heatmaps", "plot_regression", "plot_kernels", "plot_query_weights", "plot_nw_fit"]
 
 ANNOTATE_MAX_CELLS = 100  # "auto" annotates matrices up to 10 x 10
+# Titles at a fixed height above the axes. Left to itself, matplotlib measures every tick label again on each draw
+# to check that none sits above the axes (none does in the course's figures): a tenth of a slider's redraw.
+TITLE_Y = 1.0
 
 
 def _np(x) -> np.ndarray:
@@ -81,6 +84,31 @@ def _draw_matrix(
                     color="black" if luminance[i, j] > 0.408 else "white",
                 )
     return mesh
+
+
+def _update_matrix(ax, data: np.ndarray, vmin: float, vmax: float, fmt: str = ".2f") -> None:
+    """Redraw in place a matrix that ``_draw_matrix`` drew on ``ax``: new values of the same shape, same look."""
+    mesh = ax.collections[0]
+    mesh.set_array(data)
+    mesh.set_clim(vmin, vmax)
+    if ax.texts:  # the annotations, written row by row
+        colours = mesh.to_rgba(data)  # (R, C, 4)
+        luminance = colours[..., :3] @ np.array([0.2126, 0.7152, 0.0722])  # (R, C)
+        for text, value, light in zip(ax.texts, data.ravel(), luminance.ravel() > 0.408, strict=True):
+            text.set_text(format(value, fmt))
+            text.set_color("black" if light else "white")
+
+
+def _updatable(fig: Figure, plot_fn, update) -> Figure:
+    """Mark ``fig``, just drawn by ``plot_fn``, as one a slider may redraw in place (``attn_course.widgets``).
+
+    ``update(**kwargs)`` takes ``plot_fn``'s keyword arguments and either redraws the figure's artists for them and
+    returns True, or returns False when they need a new figure. Redrawing in place skips building axes and ticks
+    again: about half of what a slider's change costs. A panel uses it only when its plotting function is
+    ``plot_fn`` itself (a wrapper around ``plot_fn`` may draw more than ``update`` knows of).
+    """
+    fig._attn_course_update = (plot_fn, update)
+    return fig
 
 
 def _edges(centres: np.ndarray) -> np.ndarray:
@@ -189,7 +217,7 @@ def show_heatmaps(
             ax.set_xlabel(xlabel if r == rows - 1 else "")
             ax.set_ylabel(ylabel if c == 0 else "")
             if titles is not None:
-                ax.set_title(titles[r * cols + c], fontsize=10)
+                ax.set_title(titles[r * cols + c], fontsize=10, y=TITLE_Y)
     fig.colorbar(axes[0, 0].collections[0], ax=axes, shrink=0.8, label=colorbar_label)
     if suptitle:
         fig.suptitle(suptitle)
@@ -223,7 +251,7 @@ def plot_regression(
     ax.set_xlabel("x")
     ax.set_ylabel("y")
     if title:
-        ax.set_title(title, fontsize=10)
+        ax.set_title(title, fontsize=10, y=TITLE_Y)
     ax.legend(fontsize=8, loc="best")
     return fig
 
@@ -240,7 +268,7 @@ def plot_kernels(names: Sequence[str] | None = None, ax=None, figsize=(5.0, 3.0)
         ax.plot(u.numpy(), KERNELS[name](u).numpy(), linewidth=2, label=name)
     ax.set_xlabel("u = (query - key) / bandwidth")
     ax.set_ylabel("K(u)")
-    ax.set_title("Kernels: how much a key counts at distance u", fontsize=10)
+    ax.set_title("Kernels: how much a key counts at distance u", fontsize=10, y=TITLE_Y)
     ax.legend(fontsize=8)
     return fig
 
@@ -256,18 +284,17 @@ def plot_query_weights(
         kernel, bandwidth: as in ``nadaraya_watson``.
         axes: two axes (top: data, bottom: weights) sharing x, or None.
     """
+    data = (keys, values)
     keys, values = torch.as_tensor(keys), torch.as_tensor(values)
-    prediction, weights = nadaraya_watson(
-        torch.tensor([float(query)], dtype=keys.dtype), keys, values, kernel, bandwidth
-    )
-    keys, values, weights = _np(keys), _np(values), _np(weights[0])
-    if axes is None:
+    pred, weights = _query_weights(query, keys, values, kernel, bandwidth)
+    keys_np = _np(keys)
+    new_figure = axes is None
+    if new_figure:
         fig, axes = plt.subplots(2, 1, figsize=figsize, sharex=True, height_ratios=(2, 1), layout="constrained")
     top, bottom = axes
-    pred = float(prediction[0])
     points = top.scatter(
-        keys,
-        values,
+        keys_np,
+        _np(values),
         c=weights,
         cmap="Reds",
         vmin=0,
@@ -284,17 +311,59 @@ def plot_query_weights(
         markersize=13,
         color="C0",
         linestyle="none",
-        label=f"prediction f({query:.2f}) = {pred:.2f}",
+        label=_prediction_label(query, pred),
     )
     top.set_ylabel("value y_i")
     top.legend(fontsize=8, loc="best")
     top.figure.colorbar(points, ax=list(axes), label="weight", shrink=0.9)  # one bar keeps both x axes aligned
-    bottom.bar(keys, weights, width=0.06, color="C3")
+    bottom.bar(keys_np, weights, width=0.06, color="C3")
     bottom.axvline(query, color="C0", linewidth=1)
     bottom.set_xlabel("key x_i")
     bottom.set_ylabel("attention weight")
-    top.set_title(f"Query x = {query:.2f} ({kernel}, h = {bandwidth:.3g}): the weight of every key", fontsize=10)
-    return top.figure
+    top.set_title(_query_title(query, kernel, bandwidth), fontsize=10, y=TITLE_Y)
+    fig = top.figure
+    if not new_figure:
+        return fig
+
+    def update(query, keys, values, kernel="gaussian", bandwidth=1.0, axes=None, figsize=figsize) -> bool:
+        same_data = keys is data[0] and values is data[1]
+        if axes is not None or not same_data or tuple(figsize) != tuple(fig.get_size_inches()):
+            return False
+        pred, weights = _query_weights(query, torch.as_tensor(keys), torch.as_tensor(values), kernel, bandwidth)
+        points.set_array(weights)
+        points.set_clim(0, max(float(weights.max()), 1e-12))  # the colour bar follows
+        top_line, star = top.lines
+        top_line.set_xdata([query, query])
+        star.set_data([query], [pred])
+        star.set_label(_prediction_label(query, pred))
+        top.get_legend().get_texts()[0].set_text(star.get_label())
+        for rect, height in zip(bottom.containers[0].patches, weights, strict=True):
+            rect.set_height(height)
+        bottom.lines[0].set_xdata([query, query])
+        top.set_title(_query_title(query, kernel, bandwidth), fontsize=10, y=TITLE_Y)
+        for ax in axes_pair:
+            ax.relim()
+            ax.autoscale_view()
+        return True
+
+    axes_pair = (top, bottom)
+    return _updatable(fig, plot_query_weights, update)
+
+
+def _query_weights(query: float, keys, values, kernel, bandwidth) -> tuple[float, np.ndarray]:
+    """The prediction at ``query`` and the weights (K,) of ``plot_query_weights``."""
+    prediction, weights = nadaraya_watson(
+        torch.tensor([float(query)], dtype=keys.dtype), keys, values, kernel, bandwidth
+    )
+    return float(prediction[0]), _np(weights[0])
+
+
+def _prediction_label(query: float, pred: float) -> str:
+    return f"prediction f({query:.2f}) = {pred:.2f}"
+
+
+def _query_title(query: float, kernel: str, bandwidth: float) -> str:
+    return f"Query x = {query:.2f} ({kernel}, h = {bandwidth:.3g}): the weight of every key"
 
 
 def plot_nw_fit(
@@ -318,11 +387,13 @@ def plot_nw_fit(
         kernel, bandwidth: as in ``nadaraya_watson``.
         axes: two axes (fit, heatmap), or None for a new figure.
     """
+    data = (x_train, y_train, x_test, y_true)
     x_train, y_train, x_test = (torch.as_tensor(t) for t in (x_train, y_train, x_test))
     order = torch.argsort(x_train)
     keys, values = x_train[order], y_train[order]
     y_pred, weights = nadaraya_watson(x_test, keys, values, kernel, bandwidth)
-    if axes is None:
+    new_figure = axes is None
+    if new_figure:
         fig, axes = plt.subplots(1, 2, figsize=figsize, layout="constrained", width_ratios=(1.25, 1))
     fig = axes[0].figure
     plot_regression(
@@ -341,6 +412,22 @@ def plot_nw_fit(
     axes[1].invert_yaxis()  # queries top to bottom, as in show_heatmaps
     axes[1].set_xlabel("training input x_i (key)")
     axes[1].set_ylabel("test input x (query)")
-    axes[1].set_title("Attention weights (keys at their real x)", fontsize=10)
+    axes[1].set_title("Attention weights (keys at their real x)", fontsize=10, y=TITLE_Y)
     fig.colorbar(image, ax=axes[1], label="weight")
-    return fig
+    if not new_figure:
+        return fig
+    left, prediction = axes[0], axes[0].lines[-1]  # plot_regression draws the prediction after the truth
+
+    def update(x_train, y_train, x_test, y_true=None, kernel="gaussian", bandwidth=1.0, axes=None, figsize=figsize):
+        same_data = all(a is b for a, b in zip((x_train, y_train, x_test, y_true), data, strict=True))
+        if axes is not None or not same_data or tuple(figsize) != tuple(fig.get_size_inches()):
+            return False
+        y_pred, weights = nadaraya_watson(torch.as_tensor(x_test), keys, values, kernel, bandwidth)
+        prediction.set_ydata(_np(y_pred))
+        image.set_array(_np(weights))
+        left.set_title(f"{kernel} kernel, bandwidth h = {bandwidth:.3g}", fontsize=10, y=TITLE_Y)
+        left.relim()  # the prediction may leave the old y range
+        left.autoscale_view()
+        return True
+
+    return _updatable(fig, plot_nw_fit, update)

@@ -16,6 +16,7 @@ import torch
 from matplotlib.figure import Figure
 
 from ._validate import require_float, require_int
+from .plotting import TITLE_Y, _updatable
 
 __all__ = ["dot_product_variance", "softmax_entropy", "mean_entropy", "plot_saturation"]
 
@@ -68,13 +69,19 @@ def mean_entropy(
 
 @lru_cache(maxsize=1024)
 def _mean_entropy(d: int, num_keys: int, temperature: float, scaled: bool, num_queries: int, seed: int) -> float:
-    gen = torch.Generator().manual_seed(seed)
-    queries = torch.randn(num_queries, d, generator=gen, dtype=torch.float64)  # (Q, D)
-    keys = torch.randn(num_keys, d, generator=gen, dtype=torch.float64)  # (K, D)
-    scores = queries @ keys.T / temperature  # (Q, D) x (D, K) -> (Q, K)
+    scores = _raw_scores(d, num_keys, num_queries, seed) / temperature  # (Q, K)
     if scaled:
         scores = scores / math.sqrt(d)
     return float(softmax_entropy(torch.softmax(scores, dim=-1)).mean())
+
+
+@lru_cache(maxsize=128)
+def _raw_scores(d: int, num_keys: int, num_queries: int, seed: int) -> torch.Tensor:
+    """``q . k`` of random queries and keys, kept: a new temperature then costs a division, not new samples."""
+    gen = torch.Generator().manual_seed(seed)
+    queries = torch.randn(num_queries, d, generator=gen, dtype=torch.float64)  # (Q, D)
+    keys = torch.randn(num_keys, d, generator=gen, dtype=torch.float64)  # (K, D)
+    return queries @ keys.T  # (Q, D) x (D, K) -> (Q, K)
 
 
 def plot_saturation(
@@ -92,40 +99,23 @@ def plot_saturation(
     require_int(d, "d")
     require_int(num_keys, "num_keys", 2)
     _check_temperature(temperature)  # every argument checked before a figure is opened
-    if axes is None:
+    new_figure = axes is None
+    if new_figure:
         _, axes = plt.subplots(1, 2, figsize=figsize, layout="constrained", width_ratios=(1, 1.1))
     left, right = axes
-    gen = torch.Generator().manual_seed(seed)
-    q = torch.randn(d, generator=gen, dtype=torch.float64)
-    keys = torch.randn(num_keys, d, generator=gen, dtype=torch.float64)
-    raw = keys @ q / temperature  # (K, D) x (D,) -> (K,)
     idx = np.arange(num_keys)
-    for offset, scores, colour, name in ((-0.2, raw, "C3", "q.k"), (0.2, raw / math.sqrt(d), "C0", "q.k / sqrt(D)")):
-        w = torch.softmax(scores, dim=0)
-        left.bar(
-            idx + offset,
-            w.numpy(),
-            width=0.4,
-            color=colour,
-            label=f"softmax({name}): max {float(w.max()):.2f}, entropy {float(softmax_entropy(w)):.2f}",
-        )
+    bars = _one_query_weights(d, temperature, num_keys, seed)
+    for offset, (w, label), colour in zip((-0.2, 0.2), bars, ("C3", "C0"), strict=True):
+        left.bar(idx + offset, w, width=0.4, color=colour, label=label)
     left.set_ylim(0, 1.05)
     left.set_xlabel("key")
     left.set_ylabel("attention weight")
-    left.set_title(f"One query, {num_keys} random keys, D = {d}, temperature {temperature:g}", fontsize=10)
+    left.set_title(_saturation_title(d, temperature, num_keys), fontsize=10, y=TITLE_Y)
     left.legend(fontsize=7, loc="upper left")
-    sizes = [2**i for i in range(11)]
-    for scaled, colour, name in ((False, "C3", "q.k"), (True, "C0", "q.k / sqrt(D)")):
-        entropies = [mean_entropy(s, num_keys, temperature, scaled, seed=seed) for s in sizes]
+    curves = _entropy_curves(d, temperature, num_keys, seed)
+    for (sizes, entropies, here), colour, name in zip(curves, ("C3", "C0"), ("q.k", "q.k / sqrt(D)"), strict=True):
         right.plot(sizes, entropies, marker=".", color=colour, label=name)
-        right.plot(
-            [d],
-            [mean_entropy(d, num_keys, temperature, scaled, seed=seed)],
-            "o",
-            color=colour,
-            markersize=9,
-            markerfacecolor="none",
-        )
+        right.plot([d], [here], "o", color=colour, markersize=9, markerfacecolor="none")
     right.axhline(
         math.log(num_keys), color="0.5", linestyle=":", label=f"uniform: log {num_keys} = {math.log(num_keys):.2f}"
     )
@@ -133,6 +123,64 @@ def plot_saturation(
     right.set_ylim(0, math.log(num_keys) * 1.1)
     right.set_xlabel("D (log scale)")
     right.set_ylabel("mean entropy of the weights (nats)")
-    right.set_title("Unscaled scores saturate the softmax as D grows", fontsize=10)
+    right.set_title("Unscaled scores saturate the softmax as D grows", fontsize=10, y=TITLE_Y)
     right.legend(fontsize=7, loc="lower left")
-    return left.figure
+    fig = left.figure
+    if not new_figure:
+        return fig
+    fixed = (num_keys, seed, tuple(figsize))
+
+    def update(d=64, temperature=1.0, num_keys=num_keys, seed=seed, axes=None, figsize=figsize) -> bool:
+        if axes is not None or (num_keys, seed, tuple(figsize)) != fixed:
+            return False
+        require_int(d, "d")
+        _check_temperature(temperature)
+        bars = _one_query_weights(d, temperature, num_keys, seed)
+        for container, text, (w, label) in zip(left.containers, left.get_legend().get_texts(), bars, strict=True):
+            for rect, height in zip(container.patches, w, strict=True):
+                rect.set_height(height)
+            container.set_label(label)
+            text.set_text(label)
+        left.set_title(_saturation_title(d, temperature, num_keys), fontsize=10, y=TITLE_Y)
+        curves = right.lines[:4]  # unscaled curve and its marker, scaled curve and its marker
+        for (_, entropies, here), curve, marker in zip(
+            _entropy_curves(d, temperature, num_keys, seed), curves[::2], curves[1::2], strict=True
+        ):
+            curve.set_ydata(entropies)
+            marker.set_data([d], [here])
+        right.relim()
+        right.autoscale_view()
+        return True
+
+    return _updatable(fig, plot_saturation, update)
+
+
+def _saturation_title(d: int, temperature: float, num_keys: int) -> str:
+    return f"One query, {num_keys} random keys, D = {d}, temperature {temperature:g}"
+
+
+def _one_query_weights(d: int, temperature: float, num_keys: int, seed: int) -> list[tuple[np.ndarray, str]]:
+    """The left panel of ``plot_saturation``: softmax weights (K,) of one query, unscaled and scaled, and labels."""
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(d, generator=gen, dtype=torch.float64)
+    keys = torch.randn(num_keys, d, generator=gen, dtype=torch.float64)
+    raw = keys @ q / temperature  # (K, D) x (D,) -> (K,)
+    bars = []
+    for scores, name in ((raw, "q.k"), (raw / math.sqrt(d), "q.k / sqrt(D)")):
+        w = torch.softmax(scores, dim=0)
+        label = f"softmax({name}): max {float(w.max()):.2f}, entropy {float(softmax_entropy(w)):.2f}"
+        bars.append((w.numpy(), label))
+    return bars
+
+
+def _entropy_curves(d: int, temperature: float, num_keys: int, seed: int) -> list[tuple[list, list, float]]:
+    """The right panel of ``plot_saturation``: (sizes, mean entropies, the entropy at ``d``), unscaled then scaled."""
+    sizes = [2**i for i in range(11)]
+    return [
+        (
+            sizes,
+            [mean_entropy(s, num_keys, temperature, scaled, seed=seed) for s in sizes],
+            mean_entropy(d, num_keys, temperature, scaled, seed=seed),
+        )
+        for scaled in (False, True)
+    ]

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import torch
 
 from ._validate import require_float, require_rank, require_same_dtype, shape_str
-from .masking import masked_softmax
+from .masking import _masked_softmax
 
 __all__ = [
     "attention_pooling",
@@ -53,15 +53,21 @@ def check_qkv(queries, keys, values, same_size: bool = True) -> None:
         )
 
 
-def _attention_pooling(scores, values, valid_lens=None, dropout=None, mask=None):
-    weights = masked_softmax(scores, valid_lens, mask)  # (B, Q, K)
+def _attention_pooling(scores, values, valid_lens=None, dropout=None, mask=None, own_scores=False):
+    """``own_scores``: the caller made ``scores`` for this call only, so masking may write into them."""
+    weights = _masked_softmax(scores, valid_lens, mask, own_scores)  # (B, Q, K)
     pooled = weights if dropout is None else dropout(weights)
     return torch.bmm(pooled, values), weights  # (B, Q, K) x (B, K, V) -> (B, Q, V)
 
 
 def _dot_product_scores(queries, keys, scale=True):
-    scores = torch.bmm(queries, keys.transpose(1, 2))  # (B, Q, D) x (B, D, K) -> (B, Q, K)
-    return scores / math.sqrt(queries.shape[-1]) if scale else scores
+    if not scale:
+        return torch.bmm(queries, keys.transpose(1, 2))  # (B, Q, D) x (B, D, K) -> (B, Q, K)
+    # The division by sqrt(D) done by the matrix product itself (alpha): no second pass over the (B, Q, K) scores.
+    # With beta = 0 the first argument is ignored; it only has to broadcast to (B, Q, K).
+    return torch.baddbmm(
+        queries.new_empty(1, 1, 1), queries, keys.transpose(1, 2), beta=0, alpha=1 / math.sqrt(queries.shape[-1])
+    )  # (B, Q, D) x (B, D, K) -> (B, Q, K)
 
 
 def _additive_scores(queries, keys, w_q, w_k, w_v):
@@ -179,4 +185,4 @@ def scaled_dot_product_attention(
         (a query with no valid key gets zero weights and a zero output).
     """
     check_qkv(queries, keys, values)
-    return _attention_pooling(_dot_product_scores(queries, keys), values, valid_lens, mask=mask)
+    return _attention_pooling(_dot_product_scores(queries, keys), values, valid_lens, mask=mask, own_scores=True)

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 
 from ._validate import require_float, require_rank, require_same_dtype, shape_str
 from .data import three_token_example
-from .plotting import _draw_matrix
+from .plotting import TITLE_Y, _draw_matrix, _updatable, _update_matrix
 
 __all__ = [
     "SelfAttentionSteps",
@@ -108,22 +108,35 @@ def show_matrix(
             raise ValueError(f"{name} must hold {n} labels, got {len(labels)}")
     if ax is None:
         _, ax = plt.subplots(figsize=figsize, layout="constrained")
-    _draw_matrix(
-        ax,
-        data,
-        float(data.min()),
-        float(data.max()) if data.max() > data.min() else float(data.min()) + 1,
-        cmap,
-        True,
-        fmt,
-        square=False,
-        gridlines=True,
-    )
+    _draw_matrix(ax, data, *_colour_range(data), cmap, True, fmt, square=False, gridlines=True)
     ax.set_xticks(np.arange(data.shape[1]) + 0.5 if col_labels is not None else [], col_labels)
     ax.set_yticks(np.arange(data.shape[0]) + 0.5 if row_labels is not None else [], row_labels)
     ax.tick_params(length=0, labelsize=8)
-    ax.set_title(title, fontsize=9)
+    ax.set_title(title, fontsize=9, y=TITLE_Y)
     return ax.figure
+
+
+def _colour_range(data: np.ndarray) -> tuple[float, float]:
+    """show_matrix's colour scale: from the smallest value to the largest (a range of 1 for a constant matrix)."""
+    low, high = float(data.min()), float(data.max())
+    return low, high if high > low else low + 1
+
+
+def _step_panels(inputs, steps: SelfAttentionSteps, scale: bool, token: int, names: list[str]) -> list[tuple]:
+    """The eight panels of ``plot_self_attention_steps``: (matrix, title, column labels, number format)."""
+    dims = [f"dim {j + 1}" for j in range(steps.queries.shape[1])]
+    divide = " / sqrt(D)" if scale else ""
+    value_dims = [f"dim {j + 1}" for j in range(steps.values.shape[1])]
+    return [
+        (inputs, "inputs X", [f"i{j + 1}" for j in range(inputs.shape[1])], ".3g"),
+        (steps.queries, "queries Q = X W_Q", dims, ".3g"),
+        (steps.keys, "keys K = X W_K", dims, ".3g"),
+        (steps.values, "values V = X W_V", value_dims, ".3g"),
+        (steps.scores, f"scores Q K^T{divide} (row: query)", names, ".2f"),
+        (steps.weights, "weights: softmax of each row", names, ".4f"),
+        (steps.weighted[token], f"weighted values of {names[token]}: w_j v_j", value_dims, ".3f"),
+        (steps.outputs, "outputs: sum of weighted values", value_dims, ".4f"),
+    ]
 
 
 def plot_self_attention_steps(
@@ -158,24 +171,22 @@ def plot_self_attention_steps(
     if axes.size != 8:
         raise ValueError(f"axes must hold 8 axes (two rows of four panels), got {axes.size}")
     fig = axes[0].figure
-    dims = [f"dim {j + 1}" for j in range(steps.queries.shape[1])]
-    divide = " / sqrt(D)" if scale else ""
-    value_dims = [f"dim {j + 1}" for j in range(steps.values.shape[1])]
-    panels = [
-        (inputs, "inputs X", [f"i{j + 1}" for j in range(inputs.shape[1])], ".3g"),
-        (steps.queries, "queries Q = X W_Q", dims, ".3g"),
-        (steps.keys, "keys K = X W_K", dims, ".3g"),
-        (steps.values, "values V = X W_V", value_dims, ".3g"),
-        (steps.scores, f"scores Q K^T{divide} (row: query)", names, ".2f"),
-        (steps.weights, "weights: softmax of each row", names, ".4f"),
-        (steps.weighted[token], f"weighted values of {names[token]}: w_j v_j", value_dims, ".3f"),
-        (steps.outputs, "outputs: sum of weighted values", value_dims, ".4f"),
-    ]
-    for ax, (matrix, title, columns, fmt) in zip(axes, panels, strict=True):
+    for ax, (matrix, title, columns, fmt) in zip(axes, _step_panels(inputs, steps, scale, token, names), strict=True):
         rows = [f"{n} (key)" for n in names] if title.startswith("weighted") else names
         show_matrix(matrix, ax=ax, title=title, row_labels=rows, col_labels=columns, fmt=fmt)
     fig.suptitle(("Scaled" if scale else "Unscaled") + " self-attention, step by step", fontsize=11)
     return fig
+
+
+def _redraw_steps(fig: Figure, axes, inputs, w_query, w_key, w_value, scale: bool, token: int) -> None:
+    """Redraw the panels of a ``plot_self_attention_steps`` figure in place for new inputs of the same shapes."""
+    steps = self_attention_steps(inputs, w_query, w_key, w_value, scale)
+    names = [f"x{i + 1}" for i in range(inputs.shape[0])]
+    for ax, (matrix, title, _, fmt) in zip(axes, _step_panels(inputs, steps, scale, token, names), strict=True):
+        data = matrix.detach().cpu().numpy()
+        _update_matrix(ax, data, *_colour_range(data), fmt)
+        ax.set_title(title, fontsize=9, y=TITLE_Y)
+    fig.suptitle(("Scaled" if scale else "Unscaled") + " self-attention, step by step", fontsize=11)
 
 
 def plot_worked_example(
@@ -186,4 +197,16 @@ def plot_worked_example(
     example = three_token_example(torch.float64)
     inputs = example.inputs.clone()
     inputs[0] = torch.tensor([x11, x12, x13, x14], dtype=torch.float64)
-    return plot_self_attention_steps(inputs, example.w_query, example.w_key, example.w_value, scale=scale, axes=axes)
+    fig = plot_self_attention_steps(inputs, example.w_query, example.w_key, example.w_value, scale=scale, axes=axes)
+    if axes is not None:
+        return fig
+    panels = list(fig.axes)
+
+    def update(x11=1.0, x12=0.0, x13=1.0, x14=0.0, scale=False, axes=None) -> bool:
+        if axes is not None:
+            return False
+        inputs[0] = torch.tensor([x11, x12, x13, x14], dtype=torch.float64)
+        _redraw_steps(fig, panels, inputs, example.w_query, example.w_key, example.w_value, scale, 0)
+        return True
+
+    return _updatable(fig, plot_worked_example, update)

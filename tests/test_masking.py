@@ -1,5 +1,6 @@
 """attn_course.masking: sequence_mask and masked_softmax."""
 
+import contextlib
 import math
 
 import numpy as np
@@ -8,6 +9,7 @@ import torch
 from torch.testing import assert_close
 
 from attn_course import causal_mask, masked_softmax, sequence_mask
+from attn_course.masking import _masked_softmax
 
 
 def _mask_by_loop(valid_lens, num_keys):
@@ -381,3 +383,29 @@ def test_masked_softmax_mask_errors_are_checked_alongside_valid_lens():
         masked_softmax(torch.zeros(2, 3, 5), torch.tensor([1, 2]), torch.ones(3, 5))
     with pytest.raises(ValueError, match=r"valid_lens.*\[0, 5\].*got 6"):
         masked_softmax(torch.zeros(2, 3, 5), torch.tensor([1, 6]), torch.ones(3, 5, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("context", [contextlib.nullcontext, torch.no_grad, torch.inference_mode])
+@pytest.mark.parametrize("masking", ["none", "valid_lens", "mask", "both"])
+def test_masked_softmax_is_the_same_with_and_without_autograd_and_leaves_scores_alone(
+    context, masking, gen, call_unmodified
+):
+    """Without autograd the softmax runs in place in masked_softmax's own copy, never in the caller's scores."""
+    scores = torch.randn(2, 3, 4, generator=gen)
+    lens = torch.tensor([2, 0]) if masking in ("valid_lens", "both") else None
+    mask = causal_mask(3, 4) if masking in ("mask", "both") else None
+    expected = masked_softmax(scores.clone().requires_grad_(), lens, mask).detach()
+    with context():
+        got = call_unmodified(masked_softmax, scores, lens, mask)
+    assert_close(got, expected)
+
+
+def test_masked_softmax_may_overwrite_only_scores_it_is_given_to_own(gen):
+    scores = torch.randn(2, 3, 4, generator=gen)
+    lens = torch.tensor([3, 0])
+    expected = masked_softmax(scores, lens)
+    own = scores.clone()
+    with torch.no_grad():
+        got = _masked_softmax(own, lens, own_scores=True)
+    assert_close(got, expected)
+    assert got.data_ptr() == own.data_ptr()  # written in place: no second (B, Q, K) tensor

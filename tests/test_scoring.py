@@ -368,3 +368,20 @@ def test_sdpa_and_attention_pooling_mask_error_messages(mask, error, match):
         scaled_dot_product_attention(QS, KS, VS, mask=mask)
     with pytest.raises(error, match=match):
         attention_pooling(torch.zeros(2, 3, 5), VS, mask=mask)
+
+
+@pytest.mark.parametrize("context", [torch.no_grad, torch.inference_mode])
+def test_scaled_dot_product_attention_without_autograd_matches_torch_and_leaves_inputs_alone(
+    context, gen, call_unmodified
+):
+    """Without autograd the masking and the softmax write into the function's own scores: same numbers."""
+    q, k, v = (torch.randn(3, 4, 8, generator=gen) for _ in range(3))
+    lens = torch.tensor([4, 1, 2])
+    allowed = torch.arange(4) < lens[:, None, None]  # (B, 1, K)
+    with context():
+        out, weights = call_unmodified(scaled_dot_product_attention, q, k, v, lens)
+        plain_out, plain_weights = call_unmodified(scaled_dot_product_attention, q, k, v)
+    assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=allowed))
+    assert_close(plain_out, F.scaled_dot_product_attention(q, k, v))
+    assert_close(weights, torch.softmax((q @ k.transpose(1, 2) / 8**0.5).masked_fill(~allowed, -math.inf), -1))
+    assert_close(plain_weights, torch.softmax(q @ k.transpose(1, 2) / 8**0.5, -1))

@@ -1,0 +1,213 @@
+"""How fast the course feels: ``make bench`` runs this, prints three tables and writes ``benchmarks/results.md``.
+
+1. Notebook execution: seconds per notebook in a fresh kernel, and the floor (a kernel that only imports the
+   course's libraries) measured in the same run; the ratio of the two.
+2. Slider latency: every slider of every notebook, swept over its range; median and 95th percentile of the
+   time from a control change to a finished PNG, against 100 ms and 200 ms.
+3. Attention kernels: attn_course's scaled dot-product attention and masked softmax against PyTorch's,
+   ours / PyTorch's, against 1.5.
+
+The numbers are reported, not asserted: a person judges them (the machine may be busy with other work; the
+load average before and after is in the report). ``--only notebooks,sliders,kernels`` runs some parts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import kernel_ratios
+import matplotlib
+import notebook_times
+import slider_latency
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+RESULTS = Path(__file__).resolve().parent / "results.md"
+PARTS = ("notebooks", "sliders", "kernels")
+
+
+def _progress(message: str) -> None:
+    print(f"  ... {message}", file=sys.stderr, flush=True)
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _load() -> str:
+    try:
+        return " ".join(f"{x:.1f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table whose columns line up in a terminal too."""
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
+    line = lambda cells: "| " + " | ".join(str(c).ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"  # noqa: E731
+    return "\n".join([line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)])
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.0f}"
+
+
+def _p95(values: list[float]) -> float:
+    """95th percentile, interpolated between the sorted values (numpy's default 'linear' method)."""
+    ordered = sorted(values)
+    position = 0.95 * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def notebooks_section(result: dict) -> str:
+    floor = result["floor"]
+    rows = [[name, f"{seconds:.1f}", f"{seconds / floor:.1f}"] for name, seconds in result["notebooks"].items()]
+    rows.append(["floor: start a kernel, import the libraries", f"{floor:.1f}", "1.0"])
+    runs = ", ".join(f"{s:.1f} s" for s in result["floor_runs"])
+    return (
+        _table(["notebook", "seconds", "ratio to floor"], rows)
+        + f"\n\nFloor runs (before and after the notebooks): {runs}."
+    )
+
+
+def sliders_section(records: list[dict]) -> tuple[str, list[str]]:
+    rows, misses = [], []
+    for r in records:
+        median, p95 = statistics.median(r["seconds"]), _p95(r["seconds"])
+        ok = median < slider_latency.TARGET_MEDIAN and p95 < slider_latency.TARGET_P95
+        where = f"{r['notebook'][:2]} {r['panel']} / {r['control']}"
+        if not ok:
+            misses.append(where)
+        rows.append(
+            [
+                r["notebook"][:2],
+                r["panel"],
+                f"{r['control']} ({r['argument']})",
+                str(len(r["seconds"])),
+                _ms(median),
+                _ms(p95),
+                _ms(max(r["seconds"])),
+                "pass" if ok else "MISS",
+            ]
+        )
+    header = ["nb", "panel", "control", "values", "median ms", "p95 ms", "max ms", "< 100 / 200 ms"]
+    return _table(header, rows), misses
+
+
+def kernels_section(results: list[kernel_ratios.Comparison]) -> tuple[str, list[str]]:
+    rows, misses = [], []
+    for c in results:
+        ok = c.ratio <= kernel_ratios.TARGET
+        if c.headline and not ok:
+            misses.append(f"{c.operation} at {c.size}")
+        verdict = ("pass" if ok else "MISS") if c.headline else "(info)"
+        rows.append(
+            [
+                c.operation,
+                "B={}, H={}, Q=K={}, D={}".format(*c.size),
+                c.reference,
+                f"{c.ours * 1e6:.1f}",
+                f"{c.theirs * 1e6:.1f}",
+                f"{c.ratio:.2f}",
+                verdict,
+            ]
+        )
+    header = ["attn_course", "size", "PyTorch", "ours us", "PyTorch us", "ours / PyTorch", "<= 1.5"]
+    return _table(header, rows), misses
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default=",".join(PARTS), help="comma-separated parts: " + ", ".join(PARTS))
+    parser.add_argument("--output", type=Path, default=RESULTS, help="where to write the Markdown report")
+    args = parser.parse_args(argv)
+    parts = [p.strip() for p in args.only.split(",") if p.strip()]
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        parser.error(f"--only takes {', '.join(PARTS)}; got {', '.join(unknown)}")
+
+    threads = os.cpu_count() or 1
+    torch.set_num_threads(threads)
+    notebooks = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    started, load_before, clock = datetime.datetime.now().astimezone(), _load(), time.perf_counter()
+    sections, misses = [], []
+    if "notebooks" in parts:
+        sections.append(
+            ("1. Notebook execution", NOTEBOOK_NOTE, notebooks_section(notebook_times.run(notebooks, _progress)))
+        )
+    if "sliders" in parts:
+        table, missed = sliders_section(slider_latency.run(notebooks, _progress))
+        sections.append(("2. Slider latency", SLIDER_NOTE, table))
+        misses += [f"slider {m}" for m in missed]
+    if "kernels" in parts:
+        kernel_ratios.check_agreement()
+        table, missed = kernels_section(kernel_ratios.run(progress=_progress))
+        sections.append(("3. Attention kernels", KERNEL_NOTE.format(threads=torch.get_num_threads()), table))
+        misses += [f"kernel {m}" for m in missed]
+
+    header = [
+        "# Benchmarks",
+        "",
+        f"Written by `make bench` (benchmarks/bench.py) on {started:%Y-%m-%d %H:%M %Z}, "
+        f"in {time.perf_counter() - clock:.0f} s.",
+        "",
+        f"- Machine: {_cpu_model()}, {os.cpu_count()} cores; torch uses {torch.get_num_threads()} threads; "
+        f"{platform.system()} {platform.release()}",
+        f"- Python {platform.python_version()}, torch {torch.__version__}, matplotlib {matplotlib.__version__}",
+        f"- Load average (1, 5, 15 min) before: {load_before}; after: {_load()}. Other work on the machine "
+        "slows every timing down; above about 1 per core, read the numbers as upper bounds.",
+        f"- Targets missed: {', '.join(misses) if misses else 'none'}.",
+    ]
+    report = "\n".join(header) + "".join(f"\n\n## {title}\n\n{note}\n\n{table}" for title, note, table in sections)
+    print(report)
+    if set(parts) == set(PARTS) or args.output != RESULTS:
+        args.output.write_text(report + "\n", encoding="utf-8")
+        print(f"\nwritten to {args.output}", file=sys.stderr)
+    return 0
+
+
+NOTEBOOK_NOTE = (
+    "Each notebook from kernel start to its last cell, as a fresh kernel runs it (nbclient, kernel "
+    "`attn-course`, working directory `notebooks/`). The floor is a generated notebook whose one cell selects "
+    "the inline backend and imports torch, matplotlib, ipywidgets and attn_course: what every notebook pays "
+    "before its first line of teaching. Ratio = notebook / floor."
+)
+SLIDER_NOTE = (
+    "Every `slider_panel` of every notebook, found by running the notebook's cells with a recorder around "
+    "`slider_panel`. Each control is swept over its range (15 values of a slider, every option of a dropdown or "
+    "checkbox) with the other controls at their defaults; each value is timed from the change to the finished "
+    "PNG, as the panel does it (`panel.render(...)`: the plotting function, then each figure drawn once to PNG). "
+    "Target: median under 100 ms and 95th percentile under 200 ms for every control."
+)
+KERNEL_NOTE = (
+    "CPU, float32, torch.set_num_threads({threads}); `torch.utils.benchmark.Timer.blocked_autorange`, ours and "
+    "PyTorch's alternating for three rounds, each side's fastest round kept. Heads fold into attn_course's batch "
+    "axis ((B, H, Q, D) viewed as (B * H, Q, D)). Valid lengths lie in [K/2, K]; PyTorch gets the equivalent "
+    "boolean mask built beforehand (so it does less work than attn_course, which builds its mask from the "
+    "lengths and checks them on every call).\n\n"
+    "attn_course's `scaled_dot_product_attention` returns the weights as well as the output, as the course "
+    "needs them for heatmaps; PyTorch's fused `F.scaled_dot_product_attention` returns the output only and "
+    "never stores the (B, H, Q, K) weights. The target applies to the comparison with the fused kernel; the "
+    "rows marked (info) compare with PyTorch's math path (`torch.ops.aten._scaled_dot_product_attention_math`), "
+    "which computes and returns the same weights, like for like."
+)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
