@@ -1,0 +1,659 @@
+"""Every notebook in a real JupyterLab, driven by Debian's chromium: it runs without an error, and every slider works.
+
+nbval runs the notebooks without a front end, so it cannot see whether a slider redraws its figure. Here a
+JupyterLab from this environment serves a temporary copy of ``notebooks/`` on 127.0.0.1, with test-only
+settings in temporary folders (the user's Jupyter config, settings and workspaces are not read or written;
+``make lab`` keeps its own secure defaults). For each notebook the test opens it, runs all cells in the
+``attn-course`` kernel, and asserts that no cell shows an error; then, in every slider panel, it moves each
+control once (a key press on a slider, another option in a dropdown, a click on a checkbox...) and asserts
+that the panel's figure is redrawn with different image data and that no error appears. A screenshot of each
+notebook goes to ``build/screenshots/lab/``, the server's log to ``build/lab-server.log``.
+
+Run it alone with ``.venv/bin/pytest -p no:xdist tests/browser/test_lab.py``.
+"""
+
+import base64
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = sorted(ROOT.glob("notebooks/[0-9][0-9]_*.ipynb"))
+BUILD = ROOT / "build"
+SERVER_LOG = BUILD / "lab-server.log"
+SCREENSHOTS = BUILD / "screenshots" / "lab"
+KERNEL = "attn-course"
+
+SERVER_START_S = 90  # JupyterLab's first start on a busy 2-core machine
+KERNEL_READY_S = 90
+RUN_ALL_S = 240  # every notebook runs in well under 30 s; this is the limit of a stuck run, not a target
+REDRAW_S = 20  # one figure redrawn after one control moved
+QUIET_S = 0.3  # no kernel message for this long after a redraw: it is complete
+SETTLE_S = 1.0  # the same after running all cells, before the first control moves
+MIN_INK = 0.002  # share of a figure's pixels that differ from the background: even bare axes have more
+
+# Test-only user settings of JupyterLab (written into a temporary JUPYTERLAB_SETTINGS_DIR). Never fetch news
+# nor check for updates, and do not ask about it in a toast that would cover the notebook in screenshots.
+LAB_SETTINGS = {
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+        "fetchNews": "false",
+        "checkForUpdates": False,
+    },
+}
+
+# Runs once in each page: small functions over JupyterLab's notebook model and the widgets' DOM.
+# Panels and controls are tagged with data-attn-panel / data-attn-control so Playwright can find them.
+PAGE_HELPERS = r"""
+() => {
+  const app = window.jupyterapp;
+  const notebook = () => app.shell.currentWidget;
+  const squash = (s) => (s || '').replace(/[\u200b\s]+/g, ' ').trim();
+  const STDERR = '[data-mime-type="application/vnd.jupyter.stderr"]';
+  const WIDGET = 'application/vnd.jupyter.widget-view+json';
+  const hash = (s) => {  // FNV-1a, to name an image in a message without sending it
+    let h = 0x811c9dc5;
+    for (let i = 0; i < s.length; i++) { h ^= s.charCodeAt(i); h = Math.imul(h, 0x01000193) >>> 0; }
+    return h.toString(16).padStart(8, '0');
+  };
+  const kindOf = (el) => {
+    const c = el.classList;
+    if (c.contains('widget-slider')) return 'slider';  // Int/Float/FloatLog/Selection(Range)Slider, h or v
+    if (c.contains('widget-dropdown')) return 'dropdown';
+    if (c.contains('widget-checkbox')) return 'checkbox';
+    if (c.contains('widget-toggle-buttons')) return 'toggle-buttons';
+    if (c.contains('widget-toggle-button')) return 'toggle-button';
+    if (c.contains('widget-radio')) return 'radio';
+    if (c.contains('widget-html') || c.contains('widget-htmlmath') || c.contains('widget-label')) return 'display';
+    return 'unknown';
+  };
+  const labelOf = (el) => {
+    const own = el.querySelector(':scope > .widget-label');
+    const basic = el.querySelector('.widget-label-basic');
+    return squash(own && own.textContent) || squash(basic && basic.textContent) || squash(el.title)
+      || squash(el.textContent).slice(0, 40);
+  };
+  const outputOf = (panel) => [...panel.children].find((c) => c.classList.contains('widget-output'));
+  const panelEl = (k) => document.querySelector(`[data-attn-panel="${k}"]`);
+  let lastMessage = performance.now();  // any message to or from the kernel (execute, comm, status...)
+  notebook().sessionContext.session.kernel.anyMessage.connect(() => { lastMessage = performance.now(); });
+  window.__attnTest = {
+    kernel() {
+      const s = notebook().sessionContext;
+      const k = s.session && s.session.kernel;
+      return k ? { name: k.name, status: k.status } : null;
+    },
+    quietMs() {
+      return performance.now() - lastMessage;
+    },
+    busyPrompts() {
+      return [...notebook().node.querySelectorAll('.jp-InputPrompt')].filter((p) => p.textContent.includes('*')).length;
+    },
+    runAll(timeoutMs) {
+      const run = app.commands.execute('notebook:run-all-cells');
+      const late = new Promise((resolve) => setTimeout(() => resolve('timeout'), timeoutMs));
+      return Promise.race([run, late]);
+    },
+    cells() {
+      return notebook().content.widgets.map((cell, i) => {
+        const m = cell.model;
+        const info = { index: i + 1, type: m.type, source: m.sharedModel.getSource() };
+        if (m.type !== 'code') return info;
+        info.count = m.executionCount;
+        info.outputs = [];
+        for (let j = 0; j < m.outputs.length; j++) {
+          const o = m.outputs.get(j).toJSON();
+          info.outputs.push({
+            type: o.output_type, name: o.name || null, ename: o.ename || null, evalue: o.evalue || null,
+            text: Array.isArray(o.text) ? o.text.join('') : (o.text || null),
+            widget: !!(o.data && o.data[WIDGET]),
+          });
+        }
+        // a widget view renders as a .jupyter-widgets element right inside the cell's output (no mime attribute)
+        const shown = '.jp-Cell-outputArea > .jp-OutputArea-child > .jp-OutputArea-output';
+        info.renderedWidgets = [...cell.node.querySelectorAll(shown)]
+          .filter((el) => el.firstElementChild && el.firstElementChild.classList.contains('jupyter-widgets')
+            && !el.textContent.includes('Error displaying widget'))
+          .length;
+        info.domErrors = [...cell.node.querySelectorAll(`.jp-Cell-outputArea ${STDERR}`)]
+          .filter((el) => !el.closest('.widget-output')).map((el) => el.textContent.slice(-4000));
+        return info;
+      });
+    },
+    panels() {
+      const panels = [];
+      notebook().content.widgets.forEach((cell, i) => {
+        for (const output of cell.node.querySelectorAll('.widget-output')) {
+          const panel = output.parentElement;
+          if (output.parentElement.closest('.widget-output') || !panel.classList.contains('widget-box')) continue;
+          const k = panels.length + 1;
+          panel.dataset.attnPanel = String(k);
+          const controls = [];
+          const walk = (node) => {
+            for (const child of node.children) {
+              if (child === output) continue;
+              // a box's children are Lumino widgets; not all carry .jupyter-widgets (SelectionSlider does not)
+              const widget = child.classList.contains('jupyter-widgets') || child.classList.contains('lm-Widget');
+              if (child.classList.contains('widget-box') || !widget) {
+                walk(child);
+                continue;
+              }
+              const kind = kindOf(child);
+              if (kind === 'display') continue;
+              const id = `${k}-${controls.length + 1}`;
+              child.dataset.attnControl = id;
+              controls.push({ id, kind, label: labelOf(child), classes: child.className });
+            }
+          };
+          walk(panel);
+          panels.push({ panel: k, cell: i + 1, controls });
+        }
+      });
+      return panels;
+    },
+    figure(k) {  // what the panel's output shows now
+      const output = outputOf(panelEl(k));
+      const imgs = [...output.querySelectorAll('img')];
+      const last = imgs[imgs.length - 1];
+      return {
+        images: imgs.length,
+        each: imgs.map((img) => `${'attnSeen' in img.dataset ? 'old' : 'new'} image `
+          + `${img.naturalWidth}x${img.naturalHeight} px ${Math.round(img.src.length / 1024)} kB`),
+        fresh: !!last && !('attnSeen' in last.dataset),
+        same: !!last && last.src === window.__attnTest.seen[k],
+        hash: last ? hash(last.src) : null,
+        bytes: last ? last.src.length : 0,
+        png: !!last && last.src.startsWith('data:image/png;base64,'),
+        errors: [...output.querySelectorAll(STDERR)].map((el) => el.textContent.slice(-4000)),
+      };
+    },
+    seen: {},
+    markSeen(k) {  // remember the current image; a redraw replaces the <img> with a new, unmarked one
+      const imgs = [...outputOf(panelEl(k)).querySelectorAll('img')];
+      imgs.forEach((img) => { img.dataset.attnSeen = '1'; });
+      window.__attnTest.seen[k] = imgs.length ? imgs[imgs.length - 1].src : null;
+    },
+    async ink(k) {  // decode the panel's last image; the share of its pixels that differ from its corner's colour
+      const imgs = [...outputOf(panelEl(k)).querySelectorAll('img')];
+      const img = imgs[imgs.length - 1];
+      if (!img) return { decoded: false, width: 0, height: 0, inked: 0 };
+      try { await img.decode(); } catch (error) { return { decoded: false, width: 0, height: 0, inked: 0 }; }
+      const canvas = document.createElement('canvas');
+      canvas.width = img.naturalWidth;
+      canvas.height = img.naturalHeight;
+      const context = canvas.getContext('2d');
+      context.drawImage(img, 0, 0);
+      const data = context.getImageData(0, 0, canvas.width, canvas.height).data;
+      let inked = 0;
+      for (let i = 0; i < data.length; i += 4) {
+        const far = Math.abs(data[i] - data[0]) + Math.abs(data[i + 1] - data[1]) + Math.abs(data[i + 2] - data[2]);
+        if (far > 24) inked++;
+      }
+      return { decoded: true, width: canvas.width, height: canvas.height, inked: inked / (data.length / 4) };
+    },
+    src(k) {
+      const imgs = [...outputOf(panelEl(k)).querySelectorAll('img')];
+      return imgs.length ? imgs[imgs.length - 1].src : null;
+    },
+    redrawnOrFailed(k) {
+      const f = window.__attnTest.figure(k);
+      return f.fresh || f.errors.length > 0;
+    },
+    value(id) {  // the control's state (raw) and what it shows (the readout of a slider)
+      const el = document.querySelector(`[data-attn-control="${id}"]`);
+      const kind = kindOf(el);
+      let shown = squash(el.textContent);
+      let raw = shown;
+      if (kind === 'slider') {  // aria-valuetext is exact (aria-valuenow is rounded to 0.1: useless on a log slider)
+        raw = [...el.querySelectorAll('.noUi-handle')].map((h) => h.getAttribute('aria-valuetext')).join(', ');
+        const readout = el.querySelector('.widget-readout');
+        shown = squash(readout && readout.textContent) || raw;
+      } else if (kind === 'dropdown') {
+        const s = el.querySelector('select');
+        raw = shown = s.selectedIndex < 0 ? '' : s.options[s.selectedIndex].text;
+      } else if (kind === 'checkbox') {
+        raw = shown = String(el.querySelector('input[type="checkbox"]').checked);
+      } else if (kind === 'toggle-buttons') {
+        raw = shown = squash([...el.querySelectorAll('button.mod-active')].map((b) => b.textContent).join(', '));
+      } else if (kind === 'toggle-button') {
+        raw = shown = String(el.classList.contains('mod-active'));
+      } else if (kind === 'radio') {
+        const r = el.querySelector('input[type="radio"]:checked');
+        raw = shown = r ? r.value : '';
+      }
+      return { raw, shown };
+    },
+  };
+  return true;
+}
+"""
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Lab:
+    url: str
+    token: str
+    root: Path
+
+    def api(self, path: str, method: str = "GET", timeout: float = 10):
+        request = urllib.request.Request(
+            f"{self.url}{path}", method=method, headers={"Authorization": f"token {self.token}"}
+        )
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def shutdown_kernels_of(self, notebook: str) -> None:
+        for session in self.api("/api/sessions"):
+            if session.get("path") == notebook:
+                self.api(f"/api/sessions/{session['id']}", method="DELETE", timeout=30)
+
+
+def _log_tail(lines: int = 30) -> str:
+    try:
+        return "\n".join(SERVER_LOG.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no server log)"
+
+
+def _stop(process: subprocess.Popen, lab: Lab) -> None:
+    """Shut the server down through its API (it shuts its kernels down), then signals as a fallback."""
+    if process.poll() is None:
+        try:
+            lab.api("/api/shutdown", method="POST", timeout=10)
+        except (OSError, urllib.error.URLError):
+            pass
+        try:
+            process.wait(timeout=30)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+    for sig, wait in ((signal.SIGTERM, 15), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(process.pid, sig)  # the server's own process group (start_new_session below)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+@pytest.fixture(scope="session")
+def lab():
+    """A JupyterLab from this environment on 127.0.0.1, serving a temporary copy of the numbered notebooks."""
+    BUILD.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="attn-lab-") as tmp:
+        tmp = Path(tmp)
+        root = tmp / "notebooks"
+        root.mkdir()
+        for notebook in NOTEBOOKS:
+            shutil.copy2(notebook, root / notebook.name)
+        dirs = {name: tmp / name for name in ("config", "data", "runtime", "settings", "workspaces")}
+        for path in dirs.values():
+            path.mkdir()
+        for relative, settings in LAB_SETTINGS.items():
+            target = dirs["settings"] / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(json.dumps(settings))
+        env = {key: value for key, value in os.environ.items() if not key.startswith(("JUPYTER", "MPLBACKEND"))}
+        env.update(
+            JUPYTER_CONFIG_DIR=str(dirs["config"]),
+            JUPYTER_DATA_DIR=str(dirs["data"]),  # no user-level kernels: attn-course comes from this environment
+            JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
+            JUPYTERLAB_SETTINGS_DIR=str(dirs["settings"]),
+            JUPYTERLAB_WORKSPACES_DIR=str(dirs["workspaces"]),
+        )
+        port, token = _free_port(), os.urandom(24).hex()
+        command = [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={root}",
+            "--LabApp.expose_app_in_browser=True",  # window.jupyterapp: run all cells, read the cell outputs
+            "--LabApp.news_url=None",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            "--LabApp.extension_manager=readonly",  # no extension listings fetched from a package index
+        ]
+        if os.geteuid() == 0:
+            command.append("--allow-root")
+        lab = Lab(url=f"http://127.0.0.1:{port}", token=token, root=root)
+        with open(SERVER_LOG, "wb") as log:
+            process = subprocess.Popen(
+                command, cwd=tmp, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
+            try:
+                deadline = time.monotonic() + SERVER_START_S
+                while True:
+                    if process.poll() is not None:
+                        pytest.fail(
+                            f"jupyter lab exited with code {process.returncode} before serving; "
+                            f"{SERVER_LOG} ends with:\n{_log_tail()}",
+                            pytrace=False,
+                        )
+                    try:
+                        lab.api("/api/status", timeout=2)
+                        break
+                    except (OSError, urllib.error.URLError):
+                        if time.monotonic() > deadline:
+                            pytest.fail(
+                                f"jupyter lab did not answer within {SERVER_START_S} s; {SERVER_LOG} ends with:\n"
+                                f"{_log_tail()}",
+                                pytrace=False,
+                            )
+                        time.sleep(0.25)
+                specs = lab.api("/api/kernelspecs")["kernelspecs"]
+                if KERNEL not in specs:
+                    pytest.fail(
+                        f"JupyterLab has no kernel named {KERNEL!r} (it has {sorted(specs)}): run `make setup`",
+                        pytrace=False,
+                    )
+                yield lab
+            finally:
+                _stop(process, lab)
+
+
+def _last_line(text: str) -> str:
+    """The line of a traceback or warning that says what went wrong (``ZeroDivisionError: division by zero``)."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    said = [line for line in lines if re.match(r"^[\w.]*(Error|Exception|Warning|Interrupt)\b", line)]
+    return (said or lines or ["(empty)"])[-1][:300]
+
+
+def _fail_if(problems: list[str], title: str) -> None:
+    if problems:
+        pytest.fail("\n  ".join([title, *problems]), pytrace=False)
+
+
+def _describe_cell(cell: dict) -> str:
+    first = next((line for line in cell["source"].splitlines() if line.strip()), "")
+    count = cell.get("count")
+    prompt = f"In [{count}]" if count is not None else "not run"
+    return f"cell {cell['index']} ({prompt}: {first.strip()[:60]!r})"
+
+
+def _cell_problems(cells: list[dict]) -> list[str]:
+    """Every code cell ran, shows no error and no stderr, and every widget it made is rendered as a widget."""
+    problems, not_run = [], []
+    for cell in cells:
+        if cell["type"] != "code" or not cell["source"].strip():
+            continue
+        where = _describe_cell(cell)
+        if cell["count"] is None:
+            not_run.append(where)
+            continue
+        for output in cell["outputs"]:
+            if output["type"] == "error":
+                problems.append(f"{where} shows an error: {output['ename']}: {output['evalue']}")
+            elif output["type"] == "stream" and output["name"] == "stderr":
+                problems.append(f"{where} writes to stderr: {_last_line(output['text'] or '')}")
+        widgets = sum(output["widget"] for output in cell["outputs"])
+        if cell["renderedWidgets"] != widgets:
+            problems.append(
+                f"{where} made {widgets} widget(s) but JupyterLab renders {cell['renderedWidgets']} "
+                "(widget extension missing, or 'Error displaying widget')"
+            )
+        if not any(output["type"] in ("error", "stream") for output in cell["outputs"]):
+            problems += [f"{where} shows an error: {_last_line(text)}" for text in cell["domErrors"]]
+    if not_run:
+        more = f" and {len(not_run) - 1} later code cell(s)" if len(not_run) > 1 else ""
+        problems.append(f"{not_run[0]}{more} did not run")
+    return problems
+
+
+def _move(page, control: dict) -> None:
+    """Change one control the way a person would: a key press, another option, a click."""
+    element = page.locator(f'[data-attn-control="{control["id"]}"]')
+    element.scroll_into_view_if_needed()
+    kind = control["kind"]
+    if kind == "slider":
+        handle = element.locator(".noUi-handle").first
+        # aria-valuetext is the exact position; aria-valuenow and aria-valuemax are rounded to 0.1
+        before = handle.get_attribute("aria-valuetext")
+        at_top = float(before) >= float(handle.get_attribute("aria-valuemax"))
+        keys = ("ArrowLeft", "ArrowRight") if at_top else ("ArrowRight", "ArrowLeft")
+        handle.focus()
+        handle.press(keys[0])
+        if handle.get_attribute("aria-valuetext") == before:  # at the end after all, or keys that run the other way
+            handle.press(keys[1])
+    elif kind == "dropdown":
+        select = element.locator("select")
+        count = select.locator("option").count()
+        if count < 2:
+            raise AssertionError(f"the dropdown has {count} option(s): nothing to choose")
+        index = select.evaluate("s => s.selectedIndex")
+        select.select_option(index=(index + 1) % count)
+    elif kind == "checkbox":
+        element.locator('input[type="checkbox"]').click()
+    elif kind == "toggle-buttons":
+        element.locator("button:not(.mod-active)").first.click()
+    elif kind == "toggle-button":
+        element.click()
+    elif kind == "radio":
+        element.locator('input[type="radio"]:not(:checked)').first.click()
+    else:
+        raise AssertionError(
+            f"unsupported control type (classes {control['classes']!r}): teach tests/browser/test_lab.py to move it"
+        )
+
+
+def _wait_idle(page, timeout_s: float, quiet_s: float) -> None:
+    """Until the kernel is idle, no cell waits to run, and no kernel message came for ``quiet_s``.
+
+    The quiet spell lets the messages that the front end sends by itself (a slider snapping its value to its
+    step when it is first shown, for instance) be handled, as they would be before a person's next move.
+    """
+    page.wait_for_function(
+        "q => { const t = window.__attnTest; const k = t.kernel(); return k && k.status === 'idle' && "
+        "t.busyPrompts() === 0 && t.quietMs() >= q; }",
+        arg=quiet_s * 1000,
+        timeout=timeout_s * 1000,
+        polling=100,
+    )
+
+
+def _blank(page, k: int, keep: Path) -> str:
+    """Why the panel's figure cannot be seen (not a decodable image, or one colour all over), or "".
+
+    The image in question is written to ``keep`` for a look.
+    """
+    ink = page.evaluate("k => window.__attnTest.ink(k)", k)
+    if ink["decoded"] and ink["inked"] >= MIN_INK:
+        return ""
+    src = page.evaluate("k => window.__attnTest.src(k)", k) or ""
+    if src.startswith("data:image/png;base64,"):
+        keep.write_bytes(base64.b64decode(src.split(",", 1)[1]))
+    if not ink["decoded"]:
+        return f"its image cannot be decoded (kept in {keep.relative_to(ROOT)})"
+    return (
+        f"its {ink['width']}x{ink['height']} px image is blank ({ink['inked']:.3%} of the pixels drawn; "
+        f"kept in {keep.relative_to(ROOT)})"
+    )
+
+
+def _exercise_panel(page, watched, notebook: Path, panel: dict) -> int:
+    """Move every control of one panel once; return how many were moved."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    name, k = notebook.name, panel["panel"]
+    keep = SCREENSHOTS / f"{notebook.stem}-panel{k}-figure.png"
+    start = page.evaluate("k => window.__attnTest.figure(k)", k)
+    if start["images"] == 0 or start["errors"]:
+        pytest.fail(
+            f"{name}: panel {k} (cell {panel['cell']}) shows no figure before any control moved"
+            + (f": {_last_line(start['errors'][0])}" if start["errors"] else ""),
+            pytrace=False,
+        )
+    if blank := _blank(page, k, keep):
+        pytest.fail(f"{name}: panel {k} (cell {panel['cell']}) before any control moved: {blank}", pytrace=False)
+    if not panel["controls"]:
+        pytest.fail(f"{name}: panel {k} (cell {panel['cell']}) has no control", pytrace=False)
+    for control in panel["controls"]:
+        where = f"{name}: control {control['label']!r} in panel {k} (cell {panel['cell']})"
+        page.evaluate("k => window.__attnTest.markSeen(k)", k)
+        before_value = page.evaluate("id => window.__attnTest.value(id)", control["id"])
+        before = page.evaluate("k => window.__attnTest.figure(k)", k)
+        known = len(watched.problems())
+        try:
+            _move(page, control)
+        except AssertionError as error:
+            pytest.fail(f"{where}: {error}", pytrace=False)
+        after_value = page.evaluate("id => window.__attnTest.value(id)", control["id"])
+        if after_value["raw"] == before_value["raw"]:
+            pytest.fail(
+                f"{where} ({control['kind']}) did not move: it still shows {before_value['shown']!r}", pytrace=False
+            )
+        moved = f"{before_value['shown']!r} -> {after_value['shown']!r}"
+        try:
+            page.wait_for_function(
+                "k => window.__attnTest.redrawnOrFailed(k)", arg=k, timeout=REDRAW_S * 1000, polling=100
+            )
+        except PlaywrightTimeout:
+            pytest.fail(f"{where}: figure did not change within {REDRAW_S} s ({moved})", pytrace=False)
+        try:
+            _wait_idle(page, REDRAW_S, QUIET_S)
+        except PlaywrightTimeout:
+            pytest.fail(f"{where}: the kernel was still busy {REDRAW_S} s after the redraw ({moved})", pytrace=False)
+        after_value = page.evaluate("id => window.__attnTest.value(id)", control["id"])  # readouts follow the model
+        moved = f"{before_value['shown']!r} -> {after_value['shown']!r}"
+        after = page.evaluate("k => window.__attnTest.figure(k)", k)
+        if after["errors"]:
+            pytest.fail(
+                f"{where}: the panel shows an error after {moved}: {_last_line(after['errors'][0])}", pytrace=False
+            )
+        if after["images"] != 1 or not after["png"]:
+            pytest.fail(
+                f"{where}: expected one PNG figure after {moved}, the panel shows {after['images']} image(s)"
+                + (f": {', '.join(after['each'])}" if after["each"] else ""),
+                pytrace=False,
+            )
+        if after["same"]:
+            pytest.fail(
+                f"{where}: figure redrawn but its image data is unchanged after {moved} "
+                f"(image {before['hash']}, {before['bytes']} bytes)",
+                pytrace=False,
+            )
+        if blank := _blank(page, k, keep):
+            pytest.fail(f"{where}: the figure after {moved}: {blank}", pytrace=False)
+        new = watched.problems()[known:]
+        if new:
+            pytest.fail(f"{where}: the browser reported after {moved}:\n" + "\n".join(new), pytrace=False)
+    return len(panel["controls"])
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[path.name for path in NOTEBOOKS])
+def test_notebook_runs_and_its_sliders_redraw_in_jupyterlab(lab, watched_page, notebook):
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    name = notebook.name
+    page = watched_page.page
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    shot = SCREENSHOTS / f"{notebook.stem}.png"
+    for old in SCREENSHOTS.glob(f"{notebook.stem}*.png"):
+        old.unlink()
+    # A workspace of its own (new, empty) so that no other notebook is restored and started alongside.
+    workspace = quote(f"test-{notebook.stem}")
+    opening = time.monotonic()
+    page.goto(f"{lab.url}/lab/workspaces/{workspace}/tree/{quote(name)}?token={lab.token}")
+    try:
+        try:
+            page.wait_for_function(
+                "name => { const app = window.jupyterapp; const w = app && app.shell && app.shell.currentWidget;"
+                " return !!(w && w.context && w.context.path === name && w.context.isReady && w.sessionContext"
+                " && w.sessionContext.isReady && w.sessionContext.session && w.sessionContext.session.kernel"
+                " && w.sessionContext.session.kernel.status === 'idle'); }",
+                arg=name,
+                timeout=KERNEL_READY_S * 1000,
+                polling=200,
+            )
+        except PlaywrightTimeout:
+            pytest.fail(
+                f"{name}: notebook and kernel not ready within {KERNEL_READY_S} s "
+                f"(browser: {watched_page.problems()}; server log ends with:\n{_log_tail(10)})",
+                pytrace=False,
+            )
+        page.evaluate(PAGE_HELPERS)
+        page.evaluate("() => window.jupyterapp.shell.collapseLeft()")  # the notebook, wide, in screenshots
+        kernel = page.evaluate("() => window.__attnTest.kernel()")
+        if kernel["name"] != KERNEL:
+            pytest.fail(f"{name}: runs in kernel {kernel['name']!r}, not {KERNEL!r}", pytrace=False)
+
+        started = time.monotonic()
+        open_s = started - opening
+        outcome = page.evaluate("ms => window.__attnTest.runAll(ms)", RUN_ALL_S * 1000)
+        if outcome == "timeout":
+            pytest.fail(f"{name}: run all cells did not finish within {RUN_ALL_S} s", pytrace=False)
+        try:
+            _wait_idle(page, 30, SETTLE_S)
+        except PlaywrightTimeout:
+            pytest.fail(f"{name}: the kernel did not settle within 30 s of running all cells", pytrace=False)
+        run_s = time.monotonic() - started
+        cells = page.evaluate("() => window.__attnTest.cells()")
+        _fail_if(_cell_problems(cells), f"{name}: after running all cells:")
+        _fail_if([] if outcome is True else [repr(outcome)], f"{name}: JupyterLab says running all cells failed:")
+        _fail_if(watched_page.problems(), f"{name}: after running all cells, the browser reported:")
+
+        started = time.monotonic()
+        panels = page.evaluate("() => window.__attnTest.panels()")
+        shown = {panel["cell"] for panel in panels}
+        _fail_if(
+            [
+                f"{_describe_cell(cell)} calls slider_panel but shows no slider panel"
+                for cell in cells
+                if cell["type"] == "code"
+                and re.search(r"^[^#\n]*\bslider_panel\(", cell["source"], re.M)
+                and cell["index"] not in shown
+            ],
+            f"{name}:",
+        )
+        moved = 0
+        for panel in panels:
+            moved += _exercise_panel(page, watched_page, notebook, panel)
+            page.locator(f'[data-attn-panel="{panel["panel"]}"]').screenshot(
+                path=SCREENSHOTS / f"{notebook.stem}-panel{panel['panel']}.png"
+            )
+        print(
+            f"{name}: opened in {open_s:.1f} s, ran in {run_s:.1f} s; {len(panels)} slider panel(s), "
+            f"{moved} control(s) moved in {time.monotonic() - started:.1f} s"
+        )
+        problems = _cell_problems(page.evaluate("() => window.__attnTest.cells()"))
+        _fail_if(problems, f"{name}: after moving the controls:")
+        _fail_if(watched_page.problems(), f"{name}: the browser reported:")
+    finally:
+        try:
+            last = page.locator("[data-attn-panel]").last
+            if last.count():
+                last.evaluate("el => el.scrollIntoView({block: 'center'})")
+            page.screenshot(path=shot)
+        except Exception as error:  # a screenshot must not hide the test's own failure
+            print(f"{name}: no screenshot: {error}")
+        page.close()
+        try:
+            lab.shutdown_kernels_of(name)
+        except (OSError, urllib.error.URLError) as error:
+            print(f"{name}: could not shut its kernel down: {error}")
