@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 from torch import nn
 
 from ._validate import require_int, require_positive
@@ -167,7 +168,7 @@ def plot_accuracy_by_length(results: dict[str, dict[int, float]], ax=None, figsi
         ax.plot(list(by_len), list(by_len.values()), marker="o", ms=4, label=name)
     ax.set(xlabel="source length (digits)", ylabel="sequence accuracy", ylim=(-0.02, 1.02))
     ax.set_title("test accuracy by length")
-    ax.legend()
+    ax.legend(loc="lower left")
     return fig
 
 
@@ -259,6 +260,6 @@ def plot_decoding_step(
     ax_map.imshow(shown.numpy(), cmap="Reds", vmin=0, vmax=1, aspect="auto")
     ax_map.set_xticks(range(num_src), src_labels)
     ax_map.set_yticks(range(num_steps), out_labels)
-    ax_map.axhline(step, color="tab:blue", lw=2, alpha=0.5)
+    ax_map.add_patch(Rectangle((-0.5, step - 0.5), num_src, 1, fill=False, edgecolor="tab:blue", lw=1.5))
     ax_map.set(xlabel="source token", ylabel="output token", title="alignment so far")
     return fig
