@@ -242,6 +242,39 @@ def dependency_key(entry: Notebook, params: dict[str, object]) -> str:
     return digest.hexdigest()
 
 
+POLL_SLICE = 0.25  # seconds; see _poll_in_slices
+
+
+def _poll_in_slices() -> None:
+    """Make the kernel client wait for messages in short slices instead of one long wait.
+
+    jupyter_client's asyncio channels wait with ``zmq.asyncio`` poll, which now and then misses the wake-up for a
+    message that has already arrived: here a slider cell sat idle for exactly the cell timeout (180 s, and 600 s
+    before that), then completed normally, because the poll looks again when its timeout fires (nbclient issue
+    #312 describes the same stall). Waiting in slices of POLL_SLICE seconds bounds such a stall to one slice.
+    """
+    from queue import Empty
+
+    from jupyter_client.channels import AsyncZMQSocketChannel
+
+    original = AsyncZMQSocketChannel.get_msg
+    if getattr(original, "sliced", False):
+        return
+
+    async def get_msg(self, timeout: float | None = None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = POLL_SLICE if deadline is None else min(POLL_SLICE, max(0.0, deadline - time.monotonic()))
+            try:
+                return await original(self, timeout=left)
+            except Empty:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
+
+    get_msg.sliced = True
+    AsyncZMQSocketChannel.get_msg = get_msg
+
+
 def execute(source: str, target: str, params: dict[str, object], key: str) -> tuple[float, str | None, str]:
     """Run one notebook with papermill in a fresh kernel; returns (seconds, error or None, kernel's log).
 
@@ -249,6 +282,7 @@ def execute(source: str, target: str, params: dict[str, object], key: str) -> tu
     """
     import papermill
 
+    _poll_in_slices()
     with tempfile.TemporaryFile(mode="w+") as log:
         saved = os.dup(1), os.dup(2)
         sys.stdout.flush(), sys.stderr.flush()
@@ -555,7 +589,9 @@ def main(argv: list[str] | None = None) -> int:
         problems += [f"{entry.page}: link to {target} leads out of the site" for target in broken]
         (staging / entry.page).write_text(body, encoding="utf-8")
     write_index(staging, entries, urls, params, course)
-    if not args.cdn and urls["mathjax_url"].startswith(STATIC):
+    if urls["mathjax_url"].startswith("http"):
+        problems.append(f"the pages load the widget manager, require.js and MathJax from {CDN}: not an offline site")
+    else:
         for page in sorted(staging.glob("*.html")):
             problems += [f"{page.name} loads {url}" for url in remote_loads(page.read_text(encoding="utf-8"))]
     shutil.rmtree(SITE, ignore_errors=True)

@@ -211,7 +211,8 @@ def check_in_browser(watched, url: str, name: str, screenshot: Path | None = Non
     if screenshot is not None:
         watched.page.screenshot(path=str(screenshot), full_page=True)
     failures += watched.problems() + bad_responses
-    assert not failures, f"{name} ({url}):\n  " + "\n  ".join(failures)
+    if failures:
+        pytest.fail(f"{name} ({url}):\n  " + "\n  ".join(failures), pytrace=False)
 
 
 @pytest.mark.parametrize("name", PAGES)
