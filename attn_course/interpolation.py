@@ -146,7 +146,8 @@ def plot_weight_comparison(
             for rect, height in zip(ax.containers[0].patches, _np(w), strict=True):
                 rect.set_height(height)
             ax.set_title(_weights_title(name, w), fontsize=9, y=TITLE_Y)
-        for ax in (left, top, bottom):
+        inside = float(nodes.min()) <= query <= float(nodes.max())  # then the curves' x range holds the query line
+        for ax in (top, bottom) if inside else (left, top, bottom):
             ax.relim()
             ax.autoscale_view()
         return True

@@ -6,14 +6,21 @@ Heads fold into the batch for attn_course, whose functions take (B, Q, D): ``(B,
 equivalent boolean mask built beforehand, outside the timing, so it does strictly less work than
 attn_course, which builds its mask from the lengths and checks them on every call.
 
-Each pair is timed with ``torch.utils.benchmark.Timer.blocked_autorange``, ours and PyTorch's alternating
-for a few rounds; each side keeps its fastest round (the median of that round's blocks), the timing least
+Each statement is timed with ``torch.utils.benchmark.Timer.blocked_autorange``, all the statements of a size
+in turn for a few rounds; each keeps its fastest round (the median of that round's blocks), the timing least
 disturbed by other processes on the machine.
+
+Usage (what ``bench.py`` does, in a process of its own so that its OpenMP settings stay its own):
+``python kernel_ratios.py --threads N`` prints the comparisons as one JSON list.
 """
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
+import json
 import math
+import sys
 from dataclasses import dataclass
 
 import torch
@@ -21,6 +28,7 @@ import torch.nn.functional as F
 from torch.utils.benchmark import Timer
 
 import attn_course as ac
+from attn_course.scoring import check_qkv
 
 SIZES = [  # (B, H, Q = K, D)
     (2, 1, 10, 8),
@@ -28,7 +36,7 @@ SIZES = [  # (B, H, Q = K, D)
     (8, 8, 256, 64),
     (8, 8, 1024, 64),
 ]
-ROUNDS = 3  # alternating rounds of ours and PyTorch's
+ROUNDS = 5  # alternating rounds of ours and PyTorch's
 TARGET = 1.5  # ours / PyTorch's at most this
 
 
@@ -54,6 +62,7 @@ def _inputs(batch: int, heads: int, length: int, d: int, seed: int = 0) -> dict:
     scores = (q @ k.transpose(-2, -1) / math.sqrt(d)).reshape(batch * heads, length, length)  # (B * H, Q, K)
     return {
         "ac": ac,
+        "check_qkv": check_qkv,
         "F": F,
         "torch": torch,
         "q": q,
@@ -72,7 +81,8 @@ def _inputs(batch: int, heads: int, length: int, d: int, seed: int = 0) -> dict:
     }
 
 
-# (operation, ours, PyTorch's reference, its name, headline)
+# (operation, ours, PyTorch's reference, its name, headline). The two "(floor)" rows time a part of what any
+# function that checks its inputs and returns the weights must do, against the whole fused kernel.
 CASES = [
     (
         "scaled_dot_product_attention",
@@ -102,6 +112,20 @@ CASES = [
         "math path, returns weights too, bool mask",
         False,
     ),
+    (
+        "(floor) allocate and fill the weights only",
+        "torch.empty_like(scores).fill_(0.0)",
+        "F.scaled_dot_product_attention(q, k, v)",
+        "F.scaled_dot_product_attention (fused)",
+        False,
+    ),
+    (
+        "(floor) input checks only",
+        "check_qkv(q3, k3, v3)",
+        "F.scaled_dot_product_attention(q, k, v)",
+        "F.scaled_dot_product_attention (fused)",
+        False,
+    ),
     ("masked_softmax", "ac.masked_softmax(scores)", "torch.softmax(scores, -1)", "torch.softmax", True),
     (
         "masked_softmax, valid_lens",
@@ -122,20 +146,25 @@ def _best(stmt: str, env: dict, min_run_time: float) -> float:
 
 
 def run(sizes=SIZES, rounds: int = ROUNDS, progress=None) -> list[Comparison]:
-    """Time every case at every size; ``progress(str)`` is told what is being timed."""
+    """Time every case at every size; ``progress(str)`` is told what is being timed.
+
+    At each size every distinct statement is timed once per round, all of them in turn, so that a burst of other
+    work on the machine falls on all of them alike; each keeps its fastest round.
+    """
     results = []
     with torch.inference_mode():
         for size in sizes:
             env = _inputs(*size)
             min_run_time = 0.05 if size[2] < 256 else 0.2
-            for operation, ours, theirs, reference, headline in CASES:
+            statements = list(dict.fromkeys(stmt for _, ours, theirs, _, _ in CASES for stmt in (ours, theirs)))
+            best = dict.fromkeys(statements, math.inf)
+            for round_ in range(rounds):
                 if progress:
-                    progress(f"kernels: {operation} vs {reference} at {size}")
-                ours_times, theirs_times = [], []
-                for _ in range(rounds):
-                    ours_times.append(_best(ours, env, min_run_time))
-                    theirs_times.append(_best(theirs, env, min_run_time))
-                results.append(Comparison(operation, reference, size, min(ours_times), min(theirs_times), headline))
+                    progress(f"kernels: B, H, Q = K, D = {size}, round {round_ + 1} of {rounds}")
+                for stmt in statements:
+                    best[stmt] = min(best[stmt], _best(stmt, env, min_run_time))
+            for operation, ours, theirs, reference, headline in CASES:
+                results.append(Comparison(operation, reference, size, best[ours], best[theirs], headline))
     return results
 
 
@@ -152,3 +181,18 @@ def check_agreement(size=(2, 2, 16, 8)) -> None:
     torch.testing.assert_close(weights, ref_weights.reshape(batch * heads, length, length))
     masked = ac.masked_softmax(env["scores"], env["lens3"])
     torch.testing.assert_close(masked, torch.softmax(env["scores"].masked_fill(env["blocked"], float("-inf")), -1))
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description="attn_course's attention kernels against PyTorch's")
+    parser.add_argument("--threads", type=int, required=True, help="torch.set_num_threads")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    check_agreement()
+    results = run(progress=lambda message: print(f"  ... {message}", file=sys.stderr, flush=True))
+    json.dump([dataclasses.asdict(c) for c in results], sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import nbformat
+from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
 KERNEL = "attn-course"
@@ -26,13 +27,25 @@ import attn_course as ac
 """
 
 
-def run_notebook(path: Path, cwd: Path, timeout: int = 600) -> float:
-    """Seconds from kernel start to the end of the last cell; raises if a cell fails."""
+def run_notebook(path: Path, cwd: Path, timeout: int = 300) -> float:
+    """Seconds from kernel start to the end of the last cell; raises if a cell fails or takes over ``timeout``
+    seconds.
+
+    The kernel talks over Unix sockets (IPC): TCP ports picked at random can collide with those of kernels that
+    other work on the machine starts at the same moment.
+    """
     notebook = nbformat.read(path, as_version=4)
-    client = NotebookClient(notebook, kernel_name=KERNEL, timeout=timeout, resources={"metadata": {"path": str(cwd)}})
-    start = time.perf_counter()
-    client.execute()
-    return time.perf_counter() - start
+    with tempfile.TemporaryDirectory() as sockets:
+        # An absolute socket path: the kernel runs in ``cwd``, where a relative one would not be found.
+        manager = KernelManager(kernel_name=KERNEL, transport="ipc", ip=str(Path(sockets) / "kernel"))
+        client = NotebookClient(notebook, km=manager, timeout=timeout, resources={"metadata": {"path": str(cwd)}})
+        start = time.perf_counter()
+        try:
+            client.execute()
+            return time.perf_counter() - start  # up to the last cell's end, not the kernel's shutdown
+        finally:
+            if manager.has_kernel:  # a kernel manager handed to nbclient is left to its owner to stop
+                manager.shutdown_kernel(now=True)
 
 
 def floor_notebook(folder: Path) -> Path:
@@ -49,7 +62,7 @@ def floor_notebook(folder: Path) -> Path:
 
 
 def run(notebooks: list[Path], progress=None) -> dict:
-    """``{"floor": seconds, "floor_runs": [...], "notebooks": {name: seconds}}``."""
+    """``{"floor": seconds, "floor_runs": [...], "notebooks": {name: seconds, or the error as a string}}``."""
     cwd = notebooks[0].parent
     with tempfile.TemporaryDirectory() as tmp:
         floor = floor_notebook(Path(tmp))
@@ -61,7 +74,10 @@ def run(notebooks: list[Path], progress=None) -> dict:
         for path in notebooks:
             if progress:
                 progress(f"notebooks: {path.name}")
-            times[path.name] = run_notebook(path, cwd)
+            try:
+                times[path.name] = run_notebook(path, cwd)
+            except Exception as error:  # noqa: BLE001 - reported in the table, the other notebooks still run
+                times[path.name] = f"failed: {type(error).__name__}: {str(error).strip().splitlines()[-1:]}"
         if progress:
             progress("notebooks: floor again")
         floor_runs.append(run_notebook(floor, cwd))

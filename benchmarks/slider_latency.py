@@ -28,6 +28,7 @@ from pathlib import Path
 
 VALUES_PER_SLIDER = 15  # values of a slider's range swept per control (dropdowns and checkboxes: all options)
 TARGET_MEDIAN, TARGET_P95 = 0.100, 0.200  # seconds: a change that feels instant
+CLOCK = time.process_time if os.environ.get("ATTN_BENCH_CPU_TIME") else time.perf_counter  # CPU time: to debug
 
 
 def sweep_values(control) -> list:
@@ -80,12 +81,12 @@ def time_panel(panel, plot_fn, controls: dict, fixed: dict) -> list[dict]:
     for name, control in controls.items():
         values, seconds = sweep_values(control), []
         for value in values:
-            start = time.perf_counter()
+            start = CLOCK()
             if render is not None:
                 render(**{**defaults, name: value})
             else:
                 _inline_render(plot_fn, fixed, {**defaults, name: value})
-            seconds.append(time.perf_counter() - start)
+            seconds.append(CLOCK() - start)
         label = getattr(control, "description", "") or name
         records.append({"control": label, "argument": name, "values": values, "seconds": seconds})
     return records

@@ -259,6 +259,7 @@ def _updatable_cases():
         (plot_query_weights, {"keys": data.x_train, "values": data.y_train}, {"query": 2.5}, {"bandwidth": 10.0}),
         (plot_weight_comparison, {"nodes": nodes, "values": values}, {"query": 6.1}, {"query": 1.3}),
         (plot_weight_comparison, {"nodes": nodes, "values": values}, {"query": 6.1}, {"bandwidth": 0.03}),
+        (plot_weight_comparison, {"nodes": nodes, "values": values}, {"query": 6.1}, {"query": 0.5}),  # off the data
         (plot_noisy_fit, {"seed": 0}, {"n_nodes": 10}, {"n_nodes": 20, "noise": 1.5, "bandwidth": 10.0}),
         (plot_saturation, {"num_keys": 16, "seed": 0}, {"d": 64}, {"d": 1, "temperature": 10.0}),
         (plot_saturation, {"num_keys": 16, "seed": 0}, {"d": 64}, {"d": 1024, "temperature": 0.1}),
