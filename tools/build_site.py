@@ -209,7 +209,12 @@ def read_header(path: Path) -> Notebook:
                 section = "objectives"
             elif stripped.startswith("**Prerequisites**"):
                 entry.prerequisites = re.sub(r"^\*\*Prerequisites\*\*\s*:?\s*", "", stripped)
-                section = "after"
+                section = "prerequisites"
+            elif section == "prerequisites":
+                if not stripped:
+                    section = "after"
+                else:
+                    entry.prerequisites += " " + stripped  # the paragraph goes on
             elif section == "description":
                 description.append(line)
             elif section == "objectives":

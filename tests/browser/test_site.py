@@ -9,6 +9,8 @@ of each page goes to build/screenshots/site/ for a person to look at.
 """
 
 import functools
+import html
+import json
 import re
 import shutil
 import threading
@@ -302,13 +304,39 @@ def test_prev_contents_next_bars(index, site):
     assert nav_links(name) == [expected, expected], f"{name}: the prev | contents | next bars should link {expected}"
 
 
+def header_cell(page: str) -> str:
+    """The markdown of a notebook's header cell (the one with the '# NN · Title' heading)."""
+    nb = json.loads((ROOT / "notebooks" / page.replace(".html", ".ipynb")).read_text(encoding="utf-8"))
+    for cell in nb["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "markdown" and re.search(r"^# ", source, re.M):
+            return source
+    raise AssertionError(f"{page}: its notebook has no '# ' heading")
+
+
+def squeezed(text: str) -> str:
+    """Text without tags, markdown marks and white space: what a reader sees, letter by letter."""
+    return re.sub(r"\s+|[*`]", "", html.unescape(re.sub(r"<[^>]+>", "", text)))
+
+
 def test_index_is_the_course_map_in_order(site):
+    """index.html lists every notebook in order with its motivation, all its objectives and its prerequisites."""
     index = (site / "index.html").read_text(encoding="utf-8")
     listed = list(dict.fromkeys(re.findall(r'href="(\d\d_[a-z0-9_]+\.html)"', index)))
     assert listed == NOTEBOOK_PAGES, f"index.html links {listed}, expected every notebook page in order"
     chunks = re.split(r'<li id="notebook-(\d\d)">', index)[1:]
     entries = list(zip(chunks[::2], chunks[1::2], strict=True))
     assert [number for number, _ in entries] == [name[:2] for name in NOTEBOOK_PAGES]
-    for number, entry in entries:
+    for page, (number, entry) in zip(NOTEBOOK_PAGES, entries, strict=True):
+        header = header_cell(page)
         assert re.search(r'class="description">\s*<p>\S', entry), f"index.html: notebook {number} has no description"
-        assert entry.count("<li>") >= 2, f"index.html: notebook {number} lists fewer than 2 learning objectives"
+        objectives = re.search(r'<ol class="objectives">(.*?)</ol>', entry, re.S)
+        expected = len(re.findall(r"^\d+\.\s", header.split("**You will learn to**")[-1], re.M))
+        found = objectives.group(1).count("<li>") if objectives else 0
+        assert found == expected > 0, f"index.html: notebook {number} lists {found} objectives, its header {expected}"
+        prerequisites = re.search(r"\*\*Prerequisites\*\*:?(.*?)(?:\n\s*\n|$)", header, re.S)
+        if prerequisites:  # the whole paragraph, also when it runs over several lines
+            last_words = " ".join(prerequisites.group(1).split()[-3:])
+            assert squeezed(last_words) in squeezed(entry), (
+                f"index.html: notebook {number}'s prerequisites lack {last_words!r}"
+            )
