@@ -63,5 +63,5 @@ bench: setup
 	$(BIN)/python benchmarks/bench.py
 
 clean:
-	rm -rf $(VENV) build .pytest_cache .ruff_cache attn_course.egg-info
+	rm -rf $(VENV) build site/node_modules .pytest_cache .ruff_cache attn_course.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
