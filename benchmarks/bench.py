@@ -218,7 +218,12 @@ SLIDER_NOTE = (
     "`slider_panel`. Each control is swept over its range (15 values of a slider, every option of a dropdown or "
     "checkbox) with the other controls at their defaults; each value is timed from the change to the finished "
     "PNG, as the panel does it (`panel.render(...)`: the plotting function, then each figure drawn once to PNG). "
-    "Target: median under 100 ms and 95th percentile under 200 ms for every control."
+    "Target: median under 100 ms and 95th percentile under 200 ms for every control.\n\n"
+    "Not included: the widget messages and the browser's drawing of the picture. The first change that gives a "
+    "figure a new shape (other tick label widths, another grid) pays for a layout pass; a new number of heads "
+    "(notebook 06) changes the figure's grid, so every value of that control builds and lays out a new figure. "
+    "Panels of notebooks 07 and 08 are timed like the others (their plotting functions live in modules of their "
+    "own)."
 )
 KERNEL_NOTE = (
     "CPU, float32, torch.set_num_threads({threads}) (the machine's cores), OMP_WAIT_POLICY={omp_wait}; "
@@ -231,7 +236,13 @@ KERNEL_NOTE = (
     "needs them for heatmaps; PyTorch's fused `F.scaled_dot_product_attention` returns the output only and "
     "never stores the (B, H, Q, K) weights. The target applies to the comparison with the fused kernel; the "
     "rows marked (info) compare with PyTorch's math path (`torch.ops.aten._scaled_dot_product_attention_math`), "
-    "which computes and returns the same weights, like for like."
+    "which computes and returns the same weights, like for like.\n\n"
+    "The (floor) rows time parts of what any function that checks its inputs and returns the weights must do. "
+    "At 1024 keys, allocating and writing the (B * H, Q, K) weights alone (256 MB of float32) costs about two "
+    "thirds of the whole fused kernel, which never materialises them; attn_course then computes the scores and "
+    "the pooling as two matrix products around a softmax. At 10 keys every call takes microseconds and per-call "
+    "costs dominate: the input checks, and five to seven ATen calls (each may wake the second thread) where the "
+    "fused kernel makes one. `--omp-wait active` times with OpenMP's default policy (on an idle machine)."
 )
 
 
