@@ -103,9 +103,10 @@ def _updatable(fig: Figure, plot_fn, update) -> Figure:
     """Mark ``fig``, just drawn by ``plot_fn``, as one a slider may redraw in place (``attn_course.widgets``).
 
     ``update(**kwargs)`` takes ``plot_fn``'s keyword arguments and either redraws the figure's artists for them and
-    returns True, or returns False when they need a new figure. Redrawing in place skips building axes and ticks
-    again: about half of what a slider's change costs. A panel uses it only when its plotting function is
-    ``plot_fn`` itself (a wrapper around ``plot_fn`` may draw more than ``update`` knows of).
+    returns True, or returns False, having changed nothing, when they need a figure of another shape. Redrawing in
+    place skips building axes and ticks again: about half of what a slider's change costs. A panel uses it only
+    when its plotting function is ``plot_fn`` itself (a wrapper around ``plot_fn`` may draw more than ``update``
+    knows of).
     """
     fig._attn_course_update = (plot_fn, update)
     return fig

@@ -33,6 +33,7 @@ from PIL import Image
 __all__ = ["slider_panel", "figure_png"]
 
 LAYOUTS_KEPT = 64  # layouts remembered per panel (one per figure shape met while sliding)
+FIGURES_KEPT = 4  # figures a panel keeps to redraw in place: a control that changes the figure's shape and back
 
 
 def _text_shape(text: str) -> int:
@@ -90,6 +91,9 @@ def figure_png(fig: Figure, layouts: OrderedDict | None = None) -> bytes:
     """
     canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)  # closed: a bare canvas
     engine = fig.__dict__.setdefault("_attn_course_layout", fig.get_layout_engine())  # before any freezing
+    # Where the axes stood before any layout: a layout starts from there (with axes of a fixed aspect, the
+    # constrained layout depends on where it starts), so a figure redrawn in place is laid out as a new one.
+    start = fig.__dict__.setdefault("_attn_course_start", [ax.get_position(original=True).frozen() for ax in fig.axes])
     positions = key = None
     if layouts is not None and engine is not None and fig.axes:
         key = _layout_key(fig)
@@ -103,6 +107,10 @@ def figure_png(fig: Figure, layouts: OrderedDict | None = None) -> bytes:
     else:
         if engine is not None:
             fig.set_layout_engine(engine)  # a figure redrawn in place may have had its layout frozen
+            if len(start) == len(fig.axes):
+                for ax, position in zip(fig.axes, start, strict=True):
+                    ax.set_position(position)
+                    ax.set_in_layout(True)
         canvas.draw()  # the layout engine, if any, places the axes first
         if key is not None:
             layouts[key] = [ax.get_position(original=True).frozen() for ax in fig.axes]
@@ -177,7 +185,7 @@ def slider_panel(
         plt.close(first)
 
     layouts = OrderedDict()  # this panel's layouts, reused from one change to the next
-    shown = {"figure": None}  # the last figure, kept when its plotting function can redraw it in place
+    kept: list[Figure] = []  # recent figures that plot_fn can redraw in place, one per shape, most recent first
 
     def render(**changes) -> list[bytes]:
         threads = torch.get_num_threads()
@@ -188,10 +196,11 @@ def slider_panel(
             torch.set_num_threads(threads)
 
     def draw(values: dict) -> list[bytes]:
-        made_by, update = getattr(shown["figure"], "_attn_course_update", (None, None))
-        if made_by is plot_fn and update(**fixed, **values):  # same figure, new data: no new axes or ticks
-            return [figure_png(shown["figure"], layouts)]
-        shown["figure"] = None
+        for fig in kept:  # an update returns False, untouched, for values that need another shape of figure
+            if fig._attn_course_update[1](**fixed, **values):  # same figure, new data: no new axes or ticks
+                kept.remove(fig)
+                kept.insert(0, fig)
+                return [figure_png(fig, layouts)]
         result = plot_fn(**fixed, **values)
         figures = [plt.figure(num) for num in plt.get_fignums()]  # every open figure, as plt.show() shows
         if isinstance(result, Figure) and result not in figures:
@@ -202,7 +211,8 @@ def slider_panel(
             for fig in figures:
                 plt.close(fig)  # out of pyplot's hands; a figure kept below can still be drawn
             if len(figures) == 1 and getattr(figures[0], "_attn_course_update", (None,))[0] is plot_fn:
-                shown["figure"] = figures[0]
+                kept.insert(0, figures[0])
+                del kept[FIGURES_KEPT:]
 
     def redraw(**values):
         for png in render(**values):  # each figure drawn once, straight to PNG: see the module's docstring

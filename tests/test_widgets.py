@@ -316,3 +316,33 @@ def test_a_wrapper_around_a_course_function_is_called_on_every_change():
     panel.render(bandwidth=0.7)
     panel.render(bandwidth=0.9)
     assert calls[-2:] == [0.7, 0.9]
+
+
+def test_a_panel_keeps_a_figure_per_shape_and_goes_back_to_it(monkeypatch):
+    """Equal lengths share the axes of plot_masking_demo (another shape): going back reuses the first figure."""
+    import attn_course.plotting
+
+    built = []
+    subplots = attn_course.plotting.plt.subplots
+    monkeypatch.setattr(attn_course.plotting.plt, "subplots", lambda *a, **k: built.append(1) or subplots(*a, **k))
+    length = widgets.IntSlider(value=6, min=0, max=6)
+    panel = slider_panel(plot_masking_demo, {"valid_len_1": widgets.IntSlider(value=4), "valid_len_2": length})
+    count = len(built)  # the check of the defaults and the first drawing
+    panel.render(valid_len_2=5)  # same shape: redrawn in place
+    panel.render(valid_len_2=4)  # 4 and 4: shared axes, a new figure
+    panel.render(valid_len_2=3)  # back to the first shape: its figure again
+    assert len(built) == count + 1
+    assert Image.open(io.BytesIO(panel.render(valid_len_2=2)[0])).size == (900, 440)  # 9 x 4.4 inches at 100 dpi
+
+
+def test_a_figure_redrawn_in_place_is_laid_out_as_a_new_one_when_its_decorations_change():
+    """Its axes go back to where they started before the layout runs again (fixed-aspect axes make the constrained
+    layout depend on where it starts)."""
+    layouts = OrderedDict()
+    fig = plot_masking_demo(valid_len_1=4, valid_len_2=6)
+    figure_png(fig, layouts)
+    assert fig._attn_course_update[1](valid_len_1=4, valid_len_2=5)  # "<pad>" in both: wider tick labels
+    got = figure_png(fig, layouts)
+    expected = figure_png(plot_masking_demo(valid_len_1=4, valid_len_2=5))
+    assert len(layouts) == 2
+    assert np.array_equal(np.asarray(Image.open(io.BytesIO(got))), np.asarray(Image.open(io.BytesIO(expected))))
