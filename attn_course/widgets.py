@@ -18,6 +18,7 @@ more, and on a busy machine each operation that waits for a second thread can ta
 from __future__ import annotations
 
 import io
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 
@@ -32,6 +33,9 @@ from PIL import Image
 
 __all__ = ["slider_panel", "figure_png"]
 
+# ipykernel handles widget messages without waiting for the running cell, on other threads, so a redraw
+# can run while a cell (or another panel) draws. One redraw at a time, and each touches only its own figures.
+_DRAW_LOCK = threading.RLock()
 LAYOUTS_KEPT = 64  # layouts remembered per panel (one per figure shape met while sliding)
 FIGURES_KEPT = 4  # figures a panel keeps to redraw in place: a control that changes the figure's shape and back
 
@@ -180,20 +184,22 @@ def slider_panel(
 
     # Draw the defaults once outside the widget first: an exception raised inside the widget's output
     # area is shown there but swallowed, so a broken panel would otherwise pass a notebook test run.
+    before = set(plt.get_fignums())
     first = plot_fn(**fixed, **{name: control.value for name, control in controls.items()})
-    if isinstance(first, Figure):
-        plt.close(first)
+    for fig in [first] if isinstance(first, Figure) else [n for n in plt.get_fignums() if n not in before]:
+        plt.close(fig)
 
     layouts = OrderedDict()  # this panel's layouts, reused from one change to the next
     kept: list[Figure] = []  # recent figures that plot_fn can redraw in place, one per shape, most recent first
 
     def render(**changes) -> list[bytes]:
-        threads = torch.get_num_threads()
-        torch.set_num_threads(1)  # a figure's tensors are small: see the module's docstring
-        try:
-            return draw({name: control.value for name, control in controls.items()} | changes)
-        finally:
-            torch.set_num_threads(threads)
+        with _DRAW_LOCK:  # see _DRAW_LOCK
+            threads = torch.get_num_threads()
+            torch.set_num_threads(1)  # a figure's tensors are small: see the module's docstring
+            try:
+                return draw({name: control.value for name, control in controls.items()} | changes)
+            finally:
+                torch.set_num_threads(threads)
 
     def draw(values: dict) -> list[bytes]:
         for fig in kept:  # an update returns False, untouched, for values that need another shape of figure
@@ -201,10 +207,14 @@ def slider_panel(
                 kept.remove(fig)
                 kept.insert(0, fig)
                 return [figure_png(fig, layouts)]
+        before = set(plt.get_fignums())
         result = plot_fn(**fixed, **values)
-        figures = [plt.figure(num) for num in plt.get_fignums()]  # every open figure, as plt.show() shows
-        if isinstance(result, Figure) and result not in figures:
-            figures.append(result)
+        # Only this call's figures: the one plot_fn returns, else those it opened. Never pyplot's whole list,
+        # which may hold a figure that a cell running at the same time is drawing (see _DRAW_LOCK).
+        if isinstance(result, Figure):
+            figures = [result]
+        else:
+            figures = [plt.figure(num) for num in plt.get_fignums() if num not in before]
         try:
             return [figure_png(fig, layouts) for fig in figures]
         finally:

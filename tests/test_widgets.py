@@ -211,6 +211,25 @@ def test_render_returns_one_png_per_figure_and_calls_plot_fn_with_the_change():
     assert plt.get_fignums() == []  # nothing left open for plt.show() to show again
 
 
+def test_render_leaves_other_open_figures_alone():
+    """A figure that a running cell is drawing is neither shown in the panel nor closed by a redraw."""
+    plot = RecordingPlot()
+    panel = slider_panel(plot, _controls(), fixed={"data": "xy"})
+    other = plt.figure()  # opened elsewhere, e.g. by a cell that runs while the slider moves
+    pngs = panel.render(h=2.0)
+    assert len(pngs) == 1
+    assert plt.get_fignums() == [other.number]
+
+
+def test_render_shows_the_figures_of_a_plot_function_that_returns_none():
+    def plot(h):
+        plt.subplots()  # opens a figure but does not return it
+        plt.subplots()
+
+    panel = slider_panel(plot, {"h": widgets.FloatSlider(value=1.0)})
+    assert len(panel.render(h=0.5)) == 2 and plt.get_fignums() == []
+
+
 def test_render_leaves_the_number_of_torch_threads_as_it_was():
     threads = torch.get_num_threads()
     seen = []
