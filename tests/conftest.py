@@ -57,3 +57,13 @@ def call_unmodified():
         return result
 
     return call
+
+
+@pytest.fixture
+def one_thread():
+    """Run a test on one torch thread: tiny tensors go much faster than with two threads fighting over the cores
+    with the other test worker. The thread count is restored afterwards."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

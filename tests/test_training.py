@@ -36,13 +36,7 @@ MODELS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny tensors: one thread is much faster than two fighting over the cores with the other test worker."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

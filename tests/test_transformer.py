@@ -23,13 +23,7 @@ from attn_course.tasks import BOS, EOS, PAD, VOCAB_SIZE, make_batch, to_text
 SOURCES = ["1234", "56", "7"]  # S = 5 (4 digits + <eos>), src_len = [5, 3, 2]
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny tensors: one thread is much faster than two fighting over the cores with the other test worker."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _batch():
