@@ -30,8 +30,8 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $@
 
 lint: setup
-	$(BIN)/ruff check attn_course tests tools notebooks
-	$(BIN)/ruff format --check attn_course tests tools
+	$(BIN)/ruff check attn_course tests tools benchmarks notebooks conftest.py
+	$(BIN)/ruff format --check attn_course tests tools benchmarks conftest.py
 
 # tests/browser needs a browser and the built site: `make test-browser` runs it.
 unit: setup

@@ -8,13 +8,16 @@ the notebooks and after them (after one unrecorded warm-up run), and the floor i
 
 from __future__ import annotations
 
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import nbformat
-from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from ipc_kernels import IPCKernelManager  # noqa: E402 - Unix sockets in a private folder, as the build and nbval
 
 KERNEL = "attn-course"
 FLOOR_SOURCE = """\
@@ -31,21 +34,19 @@ def run_notebook(path: Path, cwd: Path, timeout: int = 300) -> float:
     """Seconds from kernel start to the end of the last cell; raises if a cell fails or takes over ``timeout``
     seconds.
 
-    The kernel talks over Unix sockets (IPC): TCP ports picked at random can collide with those of kernels that
-    other work on the machine starts at the same moment.
+    The kernel talks over Unix sockets in a private folder (``tools/ipc_kernels.py``): TCP ports picked at random
+    can collide with those of kernels that other work on the machine starts at the same moment.
     """
     notebook = nbformat.read(path, as_version=4)
-    with tempfile.TemporaryDirectory() as sockets:
-        # An absolute socket path: the kernel runs in ``cwd``, where a relative one would not be found.
-        manager = KernelManager(kernel_name=KERNEL, transport="ipc", ip=str(Path(sockets) / "kernel"))
-        client = NotebookClient(notebook, km=manager, timeout=timeout, resources={"metadata": {"path": str(cwd)}})
-        start = time.perf_counter()
-        try:
-            client.execute()
-            return time.perf_counter() - start  # up to the last cell's end, not the kernel's shutdown
-        finally:
-            if manager.has_kernel:  # a kernel manager handed to nbclient is left to its owner to stop
-                manager.shutdown_kernel(now=True)
+    manager = IPCKernelManager(kernel_name=KERNEL)
+    client = NotebookClient(notebook, km=manager, timeout=timeout, resources={"metadata": {"path": str(cwd)}})
+    start = time.perf_counter()
+    try:
+        client.execute()
+        return time.perf_counter() - start  # up to the last cell's end, not the kernel's shutdown
+    finally:
+        if manager.has_kernel:  # a kernel manager handed to nbclient is left to its owner to stop
+            manager.shutdown_kernel(now=True)
 
 
 def floor_notebook(folder: Path) -> Path:

@@ -44,6 +44,7 @@ from pathlib import Path
 import jinja2
 import nbformat
 import yaml
+from ipc_kernels import IPCKernelManager
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -283,7 +284,10 @@ def _poll_in_slices() -> None:
 def execute(source: str, target: str, params: dict[str, object], key: str) -> tuple[float, str | None, str]:
     """Run one notebook with papermill in a fresh kernel; returns (seconds, error or None, kernel's log).
 
-    Runs in a worker process: the kernel's own chatter goes to a log that is shown only when something fails.
+    Runs in a worker process: the kernel's own chatter goes to a log that is shown only when something fails. The
+    kernel talks over Unix sockets in a private folder (``ipc_kernels``), so two notebooks run at once cannot pick
+    the same port. A kernel that fails before the first cell runs is started once more, fresh; the log says so
+    and the build prints it. A second failure is reported as the notebook's error.
     """
     import papermill
 
@@ -293,22 +297,30 @@ def execute(source: str, target: str, params: dict[str, object], key: str) -> tu
         sys.stdout.flush(), sys.stderr.flush()
         os.dup2(log.fileno(), 1), os.dup2(log.fileno(), 2)
         start = time.perf_counter()
-        error = None
-        try:
-            papermill.execute_notebook(
-                source,
-                target,
-                parameters=params or None,
-                kernel_name=KERNEL,
-                cwd=str(NOTEBOOKS),
-                progress_bar=False,
-                log_output=False,
-                execution_timeout=CELL_TIMEOUT,
-            )
-        except papermill.PapermillExecutionError as exc:
-            error = f"cell [{exc.exec_count}] raised {exc.ename}: {exc.evalue}"
-        except Exception as exc:  # the kernel did not start, a timeout, a bad notebook...
-            error = f"{type(exc).__name__}: {exc}"
+        started = []  # on_notebook_start appends once the kernel has answered
+        for attempt in (1, 2):
+            error = None
+            started.clear()
+            try:
+                papermill.execute_notebook(
+                    source,
+                    target,
+                    parameters=params or None,
+                    kernel_name=KERNEL,
+                    cwd=str(NOTEBOOKS),
+                    progress_bar=False,
+                    log_output=False,
+                    execution_timeout=CELL_TIMEOUT,
+                    kernel_manager_class=IPCKernelManager,
+                    on_notebook_start=lambda notebook: started.append(True),
+                )
+            except papermill.PapermillExecutionError as exc:
+                error = f"cell [{exc.exec_count}] raised {exc.ename}: {exc.evalue}"
+            except Exception as exc:  # the kernel did not start, a timeout, a bad notebook...
+                error = f"{type(exc).__name__}: {exc}"
+            if error is None or started or attempt == 2:
+                break
+            print(f"{RETRY}: {error}", file=log, flush=True)  # the log, not stdout: pytest may capture that
         seconds = time.perf_counter() - start
         sys.stdout.flush(), sys.stderr.flush()
         os.dup2(saved[0], 1), os.dup2(saved[1], 2)
@@ -320,6 +332,9 @@ def execute(source: str, target: str, params: dict[str, object], key: str) -> tu
         nb.metadata[META] = {"key": key, "seconds": round(seconds, 2), "parameters": given}
         nbformat.write(nb, target)
     return seconds, error, text
+
+
+RETRY = "kernel failed to start; retried once with a fresh kernel"
 
 
 def execute_all(
@@ -359,6 +374,9 @@ def execute_all(
             status = "ok" if error is None else "FAILED"
             times[entry.source.name] = f"{seconds:6.1f} s" + ("" if error is None else "  FAILED")
             print(f"  {entry.stem:<44} {seconds:6.1f} s  {status}" + (f"  ({given})" if given else ""))
+            for line in log.splitlines():
+                if line.startswith(RETRY):
+                    print(f"    {line}")
             if error:
                 errors[entry.source.name] = error
                 print(f"    {error}")

@@ -18,7 +18,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -94,7 +93,7 @@ PAGE_HELPERS = r"""
     kernel() {
       const s = notebook().sessionContext;
       const k = s.session && s.session.kernel;
-      return k ? { name: k.name, status: k.status } : null;
+      return k ? { name: k.name, status: k.status, id: k.id } : null;
     },
     quietMs() {
       return performance.now() - lastMessage;
@@ -242,17 +241,17 @@ PAGE_HELPERS = r"""
 """
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @dataclass
 class Lab:
     url: str
     token: str
     root: Path
+    runtime: Path  # the server's runtime folder: its own jpserver file, the kernels' connection files and sockets
+
+    def kernel_transport(self, kernel_id: str) -> tuple[str, list[str]]:
+        """The transport in a kernel's connection file, and its socket files (none over TCP)."""
+        info = json.loads((self.runtime / f"kernel-{kernel_id}.json").read_text())
+        return info["transport"], sorted(p.name for p in self.runtime.glob(f"kernel-{kernel_id}-ipc-*"))
 
     def api(self, path: str, method: str = "GET", timeout: float = 10):
         request = urllib.request.Request(
@@ -299,11 +298,18 @@ def _stop(process: subprocess.Popen, lab: Lab) -> None:
             continue
 
 
+# Test-only Jupyter server config (in a temporary JUPYTER_CONFIG_DIR): kernels talk over Unix sockets named after
+# their connection files in the private runtime folder, so two kernels can never pick the same TCP port
+# (tools/ipc_kernels.py explains the race). `make lab` keeps Jupyter's defaults.
+SERVER_CONFIG = {"KernelManager": {"transport": "ipc"}}
+MAX_SOCKET_PATH = 100  # a Unix socket path has at most 107 bytes; a kernel's is runtime/kernel-<uuid>-ipc-<n>
+
+
 @pytest.fixture(scope="session")
 def lab():
     """A JupyterLab from this environment on 127.0.0.1, serving a temporary copy of the numbered notebooks."""
     BUILD.mkdir(exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="attn-lab-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="attn-lab-", dir="/tmp") as tmp:
         tmp = Path(tmp)
         root = tmp / "notebooks"
         root.mkdir()
@@ -312,6 +318,8 @@ def lab():
         dirs = {name: tmp / name for name in ("config", "data", "runtime", "settings", "workspaces")}
         for path in dirs.values():
             path.mkdir()
+        assert len(str(dirs["runtime"] / f"kernel-{'0' * 36}-ipc-4")) <= MAX_SOCKET_PATH, dirs["runtime"]
+        (dirs["config"] / "jupyter_server_config.json").write_text(json.dumps(SERVER_CONFIG))
         for relative, settings in LAB_SETTINGS.items():
             target = dirs["settings"] / relative
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -324,15 +332,14 @@ def lab():
             JUPYTERLAB_SETTINGS_DIR=str(dirs["settings"]),
             JUPYTERLAB_WORKSPACES_DIR=str(dirs["workspaces"]),
         )
-        port, token = _free_port(), os.urandom(24).hex()
+        token = os.urandom(24).hex()
         command = [
             sys.executable,
             "-m",
             "jupyterlab",
             "--no-browser",
             "--ServerApp.ip=127.0.0.1",
-            f"--ServerApp.port={port}",
-            "--ServerApp.port_retries=0",
+            "--ServerApp.port=0",  # the system picks a free port while the server binds it: no port to race for
             f"--IdentityProvider.token={token}",
             f"--ServerApp.root_dir={root}",
             "--LabApp.expose_app_in_browser=True",  # window.jupyterapp: run all cells, read the cell outputs
@@ -342,11 +349,11 @@ def lab():
         ]
         if os.geteuid() == 0:
             command.append("--allow-root")
-        lab = Lab(url=f"http://127.0.0.1:{port}", token=token, root=root)
         with open(SERVER_LOG, "wb") as log:
             process = subprocess.Popen(
                 command, cwd=tmp, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
             )
+            lab = Lab(url="", token=token, root=root, runtime=dirs["runtime"])
             try:
                 deadline = time.monotonic() + SERVER_START_S
                 while True:
@@ -357,16 +364,19 @@ def lab():
                             pytrace=False,
                         )
                     try:
-                        lab.api("/api/status", timeout=2)
-                        break
+                        lab.url = lab.url or _served_url(dirs["runtime"], process.pid)
+                        if lab.url:
+                            lab.api("/api/status", timeout=2)
+                            break
                     except (OSError, urllib.error.URLError):
-                        if time.monotonic() > deadline:
-                            pytest.fail(
-                                f"jupyter lab did not answer within {SERVER_START_S} s; {SERVER_LOG} ends with:\n"
-                                f"{_log_tail()}",
-                                pytrace=False,
-                            )
-                        time.sleep(0.25)
+                        pass
+                    if time.monotonic() > deadline:
+                        pytest.fail(
+                            f"jupyter lab did not answer within {SERVER_START_S} s; {SERVER_LOG} ends with:\n"
+                            f"{_log_tail()}",
+                            pytrace=False,
+                        )
+                    time.sleep(0.25)
                 specs = lab.api("/api/kernelspecs")["kernelspecs"]
                 if KERNEL not in specs:
                     pytest.fail(
@@ -376,6 +386,15 @@ def lab():
                 yield lab
             finally:
                 _stop(process, lab)
+
+
+def _served_url(runtime: Path, pid: int) -> str:
+    """The server's URL from the file it writes once it listens (``jpserver-<pid>.json``), or "" before that."""
+    info = runtime / f"jpserver-{pid}.json"
+    if not info.exists():
+        return ""
+    served = json.loads(info.read_text())
+    return f"http://127.0.0.1:{served['port']}"
 
 
 def _last_line(text: str) -> str:
@@ -602,6 +621,9 @@ def test_notebook_runs_and_its_sliders_redraw_in_jupyterlab(lab, watched_page, n
         kernel = page.evaluate("() => window.__attnTest.kernel()")
         if kernel["name"] != KERNEL:
             pytest.fail(f"{name}: runs in kernel {kernel['name']!r}, not {KERNEL!r}", pytrace=False)
+        transport, sockets = lab.kernel_transport(kernel["id"])
+        if transport != "ipc" or len(sockets) != 5:
+            pytest.fail(f"{name}: kernel on {transport} with sockets {sockets}, not on 5 Unix sockets", pytrace=False)
 
         started = time.monotonic()
         open_s = started - opening
