@@ -12,11 +12,20 @@ VENV := .venv
 BIN := $(VENV)/bin
 KERNEL := attn-course
 STAMP := $(VENV)/.setup-done
+KERNEL_STAMP := $(VENV)/.kernel-done
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup test unit nbval lint lab html test-browser bench clean
+# The same numbers on every x86-64 machine: MKL (PyTorch's matrix products) and PyTorch's own CPU kernels both take
+# their AVX2 code path, whatever the processor offers. Without this a machine with AVX-512, or another MKL code
+# path, rounds differently, and a model trained for 10 epochs ends elsewhere: the stored outputs of notebooks 07
+# and 08 no longer match. Exported to everything make runs (pytest, nbval's kernels, the tools), and written into
+# the course kernel's kernel.json, so JupyterLab and papermill start kernels with it too.
+export MKL_CBWR := AVX2
+export ATEN_CPU_CAPABILITY := avx2
 
-setup: $(STAMP)
+.PHONY: setup test unit nbval lint lab html test-browser bench execute clean
+
+setup: $(STAMP) $(KERNEL_STAMP)
 
 # Re-runs only when the requirements or the package metadata change.
 $(STAMP): requirements.txt pyproject.toml
@@ -24,9 +33,13 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
-	$(BIN)/python -m ipykernel install --sys-prefix --name $(KERNEL) \
-		--display-name "Python (attention course)" >/dev/null
 	$(BIN)/python -m pip check
+	touch $@
+
+# The course kernel, registered in .venv, with the reproducibility settings above in its environment.
+$(KERNEL_STAMP): $(STAMP) Makefile
+	$(BIN)/python -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (attention course)" \
+		--env MKL_CBWR $(MKL_CBWR) --env ATEN_CPU_CAPABILITY $(ATEN_CPU_CAPABILITY) >/dev/null
 	touch $@
 
 lint: setup
@@ -50,6 +63,10 @@ test: lint unit nbval
 lab: setup
 	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks --ServerApp.ip=127.0.0.1 \
 		$(if $(filter 0,$(shell id -u)),--allow-root)
+
+# Run notebooks top to bottom in a fresh course kernel and store their outputs: make execute NOTEBOOKS="notebooks/07_*"
+execute: setup
+	$(BIN)/python tools/execute_notebooks.py $(or $(NOTEBOOKS),$(error give NOTEBOOKS="notebooks/NN_*.ipynb"))
 
 # PARAMS is passed to papermill for every notebook, for example PARAMS="-p SEED 1".
 html: setup
