@@ -31,6 +31,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
 
+from . import _frames
+
 __all__ = ["slider_panel", "figure_png"]
 
 # ipykernel handles widget messages without waiting for the running cell, on other threads, so a redraw
@@ -186,7 +188,9 @@ def slider_panel(
     # area is shown there but swallowed, so a broken panel would otherwise pass a notebook test run.
     before = set(plt.get_fignums())
     first = plot_fn(**fixed, **{name: control.value for name, control in controls.items()})
-    for fig in [first] if isinstance(first, Figure) else [n for n in plt.get_fignums() if n not in before]:
+    opened = [first] if isinstance(first, Figure) else [plt.figure(n) for n in plt.get_fignums() if n not in before]
+    title = _frames.describe_figure(opened[0]) if opened else "a figure"
+    for fig in opened:
         plt.close(fig)
 
     layouts = OrderedDict()  # this panel's layouts, reused from one change to the next
@@ -228,6 +232,8 @@ def slider_panel(
         for png in render(**values):  # each figure drawn once, straight to PNG: see the module's docstring
             display(IPythonImage(data=png, format="png"))
 
+    if _frames.wanted():  # building the static site: every figure drawn now, switched in the browser
+        return _frames.frames_panel(render, controls, title=title)
     output = widgets.interactive_output(redraw, dict(controls))
     items = list(controls.values())
     rows = [widgets.HBox(items[i : i + columns]) for i in range(0, len(items), columns)]

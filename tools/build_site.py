@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Build the student site: execute every course notebook with papermill, render it to HTML, write index.html.
+"""Build the student site: execute every course notebook with papermill, then render the site with Sphinx.
 
     python tools/build_site.py                          build build/site/ with the notebooks' own parameters
     python tools/build_site.py --params "-p SEED 1"     the same with other values (papermill's -p, -r, -y, -f)
-    python tools/build_site.py --cdn                    load the widget manager, require.js and MathJax from CDNs
+    python tools/build_site.py --force                  execute every notebook again, changed or not
 
 ``make html`` runs the first form (``make html PARAMS="-p SEED 1 -f params.yaml"`` for the second).
 
@@ -11,12 +11,14 @@ What it writes, all under ``build/``:
 
 - ``executed/NN_topic.ipynb``: each notebook as papermill ran it, with the widget state stored. A notebook is
   executed again only when something it depends on changed (its source, the parameters, ``attn_course``, the files
-  beside it in ``notebooks/``, the pinned requirements); ``--force`` re-executes them all.
-- ``site/``: ``NN_topic.html`` for each notebook (nbconvert's lab template, widget state and images embedded,
-  prev | contents | next links pointing at the site), ``index.html`` (the course map) and ``_static/`` (the widget
-  manager, require.js and MathJax, copied from the npm packages pinned in ``site/package-lock.json``). The folder
-  is built anew each time, so pages of removed notebooks do not linger, and works offline, from any static host
-  or opened from disk. Where npm is missing, the pages load those three from public CDNs instead (it says so).
+  beside it in ``notebooks/``, the pinned requirements, this build); ``--force`` re-executes them all. In the
+  kernels that run them, figures carry alt text (``figure_alt.py``) and slider panels draw their frames for the
+  static page (``attn_course/_frames.py``).
+- ``sphinx/``: what Sphinx reads: the executed notebooks prepared for the site (no prev | next cells, a note on
+  running them yourself, solutions closed), ``index.md`` (the course map) and ``_static/`` (require.js, the widget
+  manager and MathJax from the npm packages pinned in ``site/package-lock.json``, the site's CSS).
+- ``site/``: the site, rendered by Sphinx with ``site/conf.py`` (myst-nb, sphinx-book-theme), built anew each time
+  so that pages of removed notebooks do not linger. It works offline, from any static host or opened from disk.
 
 The stored notebooks in ``notebooks/`` are never written.
 """
@@ -24,10 +26,11 @@ The stored notebooks in ``notebooks/`` are never written.
 from __future__ import annotations
 
 import argparse
-import ast
+import base64
 import concurrent.futures
 import copy
 import hashlib
+import html
 import json
 import os
 import re
@@ -37,25 +40,22 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-import jinja2
 import nbformat
 import yaml
+from course import NOTEBOOKS, ROOT, Notebook, course_notebooks, read_header
 from ipc_kernels import IPCKernelManager
 
-ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = ROOT / "notebooks"
 PACKAGE = ROOT / "attn_course"
-SITE_SRC = ROOT / "site"  # npm manifest and lock file, nbconvert template, index template
+SITE_SRC = ROOT / "site"  # Sphinx conf.py, npm manifest and lock file, the site's CSS and script
 BUILD = ROOT / "build"
 EXECUTED = BUILD / "executed"
 SITE = BUILD / "site"
-STATIC = "_static"
+SOURCES = BUILD / "sphinx"  # what Sphinx reads: prepared notebooks, index.md, _static
+DOCTREES = BUILD / "doctrees"
 KERNEL = "attn-course"
-NAME = re.compile(r"^\d\d_[a-z0-9_]+\.ipynb$")
 CELL_TIMEOUT = 180  # seconds per cell; a whole course notebook takes well under 30 s, so this means a hang
 META = "attn_course_site"  # key of the build's own metadata in the executed notebooks
 
@@ -84,8 +84,6 @@ ASSETS = {
         "localization/en/*",
     ],
 }
-MATHJAX_QUERY = "?config=TeX-AMS_CHTML-full,Safe"  # the configuration nbconvert's lab template is written for
-CDN = "https://cdn.jsdelivr.net/npm/"
 
 
 # --------------------------------------------------------------------------------------------- parameters
@@ -104,138 +102,64 @@ def _value(text: str) -> object:
     return text
 
 
+class _Options(argparse.ArgumentParser):
+    """argparse for the papermill options in PARAMS: an error is a ValueError, not an exit."""
+
+    def error(self, message):
+        raise ValueError(message)
+
+
+class _InOrder(argparse.Action):
+    """Keep every option with its kind, in the order given: later options win, as in papermill."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        namespace.given = [*(namespace.given or []), (self.const, values)]
+
+
 def parse_params(text: str | None) -> dict[str, object]:
     """Parameters from papermill-style options: ``-p NAME VALUE``, ``-r NAME VALUE``, ``-y YAML``, ``-f FILE``.
 
     Later options win, as in papermill. Raises ``ValueError`` naming whatever it cannot read.
     """
-    tokens = shlex.split(text or "")
+    parser = _Options(prog="PARAMS", add_help=False)
+    parser.set_defaults(given=[])
+    for short, long, kind, nargs in (
+        ("-p", "--parameters", "value", 2),
+        ("-r", "--parameters_raw", "raw", 2),
+        ("-y", "--parameters_yaml", "yaml", 1),
+        ("-f", "--parameters_file", "file", 1),
+    ):
+        parser.add_argument(short, long, nargs=nargs, action=_InOrder, const=kind, dest="given")
     params: dict[str, object] = {}
-    i = 0
-    while i < len(tokens):
-        option = tokens[i]
-        if option in ("-p", "--parameters", "-r", "--parameters_raw"):
-            if i + 2 >= len(tokens):
-                raise ValueError(f"{option} needs a NAME and a VALUE, got {' '.join(tokens[i + 1 :]) or 'nothing'}")
-            name, raw = tokens[i + 1], tokens[i + 2]
+    for kind, values in parser.parse_args(shlex.split(text or "")).given:
+        if kind in ("value", "raw"):
+            name, raw = values
             if not name.isidentifier():
-                raise ValueError(f"{option}: parameter name must be a Python name, got {name!r}")
-            params[name] = raw if option in ("-r", "--parameters_raw") else _value(raw)
-            i += 3
-        elif option in ("-f", "--parameters_file", "-y", "--parameters_yaml"):
-            if i + 1 >= len(tokens):
-                raise ValueError(f"{option} needs a {'FILE' if option in ('-f', '--parameters_file') else 'YAML text'}")
-            if option in ("-f", "--parameters_file"):
-                path = Path(tokens[i + 1])
-                if not path.is_file():
-                    raise ValueError(f"{option}: no parameters file {path}")
-                loaded, where = yaml.safe_load(path.read_text(encoding="utf-8")), str(path)
-            else:
-                loaded, where = yaml.safe_load(tokens[i + 1]), "-y"
-            if not isinstance(loaded, dict) or not all(isinstance(k, str) and k.isidentifier() for k in loaded):
-                raise ValueError(f"{where} must hold a mapping of parameter names to values, got {loaded!r}")
-            params.update(loaded)
-            i += 2
+                raise ValueError(f"parameter name must be a Python name, got {name!r}")
+            params[name] = raw if kind == "raw" else _value(raw)
+            continue
+        if kind == "file":
+            path = Path(values[0])
+            if not path.is_file():
+                raise ValueError(f"-f: no parameters file {path}")
+            loaded, where = yaml.safe_load(path.read_text(encoding="utf-8")), str(path)
         else:
-            raise ValueError(
-                f"cannot read {option!r} in the parameters: use -p NAME VALUE, -r NAME VALUE, -y YAML or -f FILE"
-            )
+            loaded, where = yaml.safe_load(values[0]), "-y"
+        if not isinstance(loaded, dict) or not all(isinstance(k, str) and k.isidentifier() for k in loaded):
+            raise ValueError(f"{where} must hold a mapping of parameter names to values, got {loaded!r}")
+        params.update(loaded)
     return params
 
 
-def parameter_names(nb) -> set[str]:
-    """The names assigned in the notebook's cell tagged ``parameters``."""
-    for cell in nb.cells:
-        if cell.cell_type == "code" and "parameters" in cell.get("metadata", {}).get("tags", []):
-            names = set()
-            for node in ast.parse(cell.source).body:
-                targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-                names |= {t.id for t in targets if isinstance(t, ast.Name)}
-            return names
-    return set()
-
-
-# --------------------------------------------------------------------------------------------- notebooks
-
-
-@dataclass
-class Notebook:
-    """One course notebook and what the site needs to know of it."""
-
-    source: Path
-    nb: object = field(repr=False)
-    number: str = ""
-    title: str = ""
-    description: str = ""  # markdown: the motivation paragraph(s) of the header cell
-    objectives: list[str] = field(default_factory=list)  # markdown, one item each
-    prerequisites: str = ""  # markdown
-    params: set[str] = field(default_factory=set)
-
-    @property
-    def stem(self) -> str:
-        return self.source.stem
-
-    @property
-    def page(self) -> str:
-        return self.stem + ".html"
-
-    @property
-    def executed(self) -> Path:
-        return EXECUTED / self.source.name
-
-
-def course_notebooks() -> list[Path]:
-    """The course notebooks in teaching order: ``notebooks/NN_topic.ipynb``."""
-    return sorted(p for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb") if NAME.match(p.name))
-
-
-def read_header(path: Path) -> Notebook:
-    """Title, motivation, objectives and prerequisites from the notebook's header cell (``# NN · Title``)."""
-    nb = nbformat.read(path, as_version=4)
-    entry = Notebook(path, nb, params=parameter_names(nb))
-    for cell in nb.cells:
-        if cell.cell_type != "markdown" or "nav" in cell.get("metadata", {}).get("tags", []):
-            continue
-        lines = cell.source.splitlines()
-        heads = [i for i, line in enumerate(lines) if line.startswith("# ")]
-        if not heads:
-            continue
-        heading = lines[heads[0]][2:].strip()
-        match = re.match(r"(\d+)\s*[·.:-]\s*(.+)", heading)
-        entry.number, entry.title = (match.group(1), match.group(2)) if match else (path.name[:2], heading)
-        description, objectives, section = [], [], "description"
-        for line in lines[heads[0] + 1 :]:
-            stripped = line.strip()
-            if re.match(r"\*\*You will learn to\*\*", stripped):
-                section = "objectives"
-            elif stripped.startswith("**Prerequisites**"):
-                entry.prerequisites = re.sub(r"^\*\*Prerequisites\*\*\s*:?\s*", "", stripped)
-                section = "prerequisites"
-            elif section == "prerequisites":
-                if not stripped:
-                    section = "after"
-                else:
-                    entry.prerequisites += " " + stripped  # the paragraph goes on
-            elif section == "description":
-                description.append(line)
-            elif section == "objectives":
-                item = re.match(r"\s*\d+[.)]\s+(.*)", line)
-                if item:
-                    objectives.append(item.group(1).strip())
-                elif stripped and objectives:
-                    objectives[-1] += " " + stripped  # an item continued on the next line
-        entry.description = "\n".join(description).strip()
-        entry.objectives = objectives
-        break
-    else:
-        raise SystemExit(f"{path.name}: no markdown cell with a '# NN · Title' heading")
-    return entry
+def executed(entry: Notebook) -> Path:
+    """Where the build keeps the notebook as papermill ran it."""
+    return EXECUTED / entry.source.name
 
 
 def dependency_key(entry: Notebook, params: dict[str, object]) -> str:
     """A digest of everything an execution depends on: same digest, same executed notebook."""
     digest = hashlib.sha256()
-    files = [entry.source, ROOT / "requirements.txt", ROOT / "pyproject.toml"]
+    files = [entry.source, ROOT / "requirements.txt", ROOT / "pyproject.toml", Path(__file__).parent / "figure_alt.py"]
     files += sorted(PACKAGE.rglob("*.py"))
     files += sorted(
         p for p in NOTEBOOKS.rglob("*") if p.is_file() and p.suffix != ".ipynb" and "checkpoint" not in str(p)
@@ -244,6 +168,7 @@ def dependency_key(entry: Notebook, params: dict[str, object]) -> str:
         if path.is_file():
             digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes() + b"\0")
     digest.update(json.dumps(params, sort_keys=True, default=str).encode())
+    digest.update(KERNEL_SETUP.encode())
     digest.update(sys.version.encode())
     return digest.hexdigest()
 
@@ -312,6 +237,7 @@ def execute(source: str, target: str, params: dict[str, object], key: str) -> tu
                     log_output=False,
                     execution_timeout=CELL_TIMEOUT,
                     kernel_manager_class=IPCKernelManager,
+                    extra_arguments=[f"--InteractiveShellApp.exec_lines={KERNEL_SETUP}"],
                     on_notebook_start=lambda notebook: started.append(True),
                 )
             except papermill.PapermillExecutionError as exc:
@@ -335,6 +261,12 @@ def execute(source: str, target: str, params: dict[str, object], key: str) -> tu
 
 
 RETRY = "kernel failed to start; retried once with a fresh kernel"
+# Run in each kernel before the notebook: figures carry alt text in their output metadata (tools/figure_alt.py),
+# and slider panels draw their frames for the static page (attn_course/_frames.py).
+KERNEL_SETUP = (
+    f"import sys as _s; _s.path.insert(0, {str(Path(__file__).resolve().parent)!r}); import figure_alt as _f; "
+    "_f.install(); _s.path.pop(0); import os as _o; _o.environ['ATTN_COURSE_FRAMES'] = '1'; del _s, _f, _o"
+)
 
 
 def execute_all(
@@ -354,19 +286,19 @@ def execute_all(
         mine = {k: v for k, v in params.items() if k in entry.params}
         key = dependency_key(entry, mine)
         previous = None
-        if entry.executed.exists() and not force:
-            previous = nbformat.read(entry.executed, as_version=4).metadata.get(META, {})
+        if executed(entry).exists() and not force:
+            previous = nbformat.read(executed(entry), as_version=4).metadata.get(META, {})
         if previous and previous.get("key") == key:
             times[entry.source.name] = f"{previous['seconds']:6.1f} s  (unchanged: the earlier run's time)"
             print(f"  {entry.stem:<44} unchanged, not re-run")
         else:
-            entry.executed.unlink(missing_ok=True)
+            executed(entry).unlink(missing_ok=True)
             todo.append((entry, mine, key))
     if not todo:
         return errors, times
     print(f"executing {len(todo)} notebook(s), {min(jobs, len(todo))} at a time, kernel {KERNEL}")
     with concurrent.futures.ProcessPoolExecutor(max_workers=min(jobs, len(todo))) as pool:
-        futures = {pool.submit(execute, str(e.source), str(e.executed), mine, key): (e, mine) for e, mine, key in todo}
+        futures = {pool.submit(execute, str(e.source), str(executed(e)), mine, key): (e, mine) for e, mine, key in todo}
         for future in concurrent.futures.as_completed(futures):
             entry, mine = futures[future]
             seconds, error, log = future.result()
@@ -386,62 +318,22 @@ def execute_all(
     return errors, times
 
 
-# --------------------------------------------------------------------------------------------- assets
+# --------------------------------------------------------------------------------------------- sources
 
 
-def install_assets(site: Path, use_cdn: bool) -> dict[str, str]:
-    """Put the widget manager, require.js and MathJax in the site; returns the URLs the pages load them from.
-
-    From the npm packages pinned in site/package-lock.json (``npm ci``, skipped while node_modules matches the
-    lock file); without npm, or with ``--cdn``, the same versions from a public CDN.
-    """
-    versions = json.loads((SITE_SRC / "package.json").read_text(encoding="utf-8"))["dependencies"]
-    cdn_urls = {
-        "require_js_url": f"{CDN}requirejs@{versions['requirejs']}/require.js",
-        "mathjax_url": f"{CDN}mathjax@{versions['mathjax']}/MathJax.js{MATHJAX_QUERY}",
-        "widget_renderer_url": f"{CDN}@jupyter-widgets/html-manager@{versions['@jupyter-widgets/html-manager']}"
-        "/dist/embed-amd.js",
-    }
-    if use_cdn:
-        print("WARNING: --cdn: the pages load the widget manager, require.js and MathJax from " + CDN)
-        return cdn_urls
-    problem = npm_install()
-    if problem:
-        print(
-            f"WARNING: {problem}.\n"
-            f"WARNING: the pages will load the widget manager, require.js and MathJax from {CDN}:\n"
-            "WARNING: they need the internet to show sliders and formulas (install Node.js and npm for an "
-            "offline site)."
-        )
-        return cdn_urls
-    modules = SITE_SRC / "node_modules"
-    for package, patterns in ASSETS.items():
-        source, target = modules / package, site / STATIC / package.split("/")[-1]
-        for pattern in patterns:
-            matches = [p for p in source.glob(pattern) if p.is_file()]
-            if not matches:
-                raise SystemExit(f"site/node_modules/{package} has no {pattern}: run `npm ci` in site/ again")
-            for path in matches:
-                dest = target / path.relative_to(source)
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(path, dest)
-    return {
-        "require_js_url": f"{STATIC}/requirejs/require.js",
-        "mathjax_url": f"{STATIC}/mathjax/MathJax.js{MATHJAX_QUERY}",
-        "widget_renderer_url": f"{STATIC}/html-manager/dist/embed-amd.js",
-    }
-
-
-def npm_install() -> str | None:
-    """``npm ci`` in site/ unless node_modules already matches the lock file; returns what went wrong, if anything."""
+def npm_install() -> None:
+    """``npm ci`` in site/ unless node_modules already matches the lock file. Exits with a message without npm."""
     lock = SITE_SRC / "package-lock.json"
     stamp = SITE_SRC / "node_modules" / ".installed-from-lock"
     digest = hashlib.sha256(lock.read_bytes()).hexdigest()
     if stamp.exists() and stamp.read_text().strip() == digest:
-        return None
+        return
     npm = shutil.which("npm")
     if npm is None:
-        return "npm not found"
+        raise SystemExit(
+            "npm not found: the site's scripts (require.js, the widget manager, MathJax) come from the npm packages "
+            "pinned in site/package-lock.json. Install Node.js and npm (apt-get install nodejs npm) and run again."
+        )
     print("installing the site's JavaScript (npm ci in site/, versions from site/package-lock.json)")
     start = time.perf_counter()
     result = subprocess.run(
@@ -451,57 +343,196 @@ def npm_install() -> str | None:
         text=True,
     )
     if result.returncode != 0:
-        return "npm ci failed in site/:\n" + (result.stderr or result.stdout).strip()[-2000:]
+        raise SystemExit("npm ci failed in site/:\n" + (result.stderr or result.stdout).strip()[-2000:])
     stamp.write_text(digest + "\n")
     print(f"  npm ci {time.perf_counter() - start:.1f} s")
-    return None
 
 
-# --------------------------------------------------------------------------------------------- rendering
+def install_assets(static: Path) -> None:
+    """Copy what the pages load from the pinned npm packages into ``static`` (Sphinx's html_static_path)."""
+    npm_install()
+    modules = SITE_SRC / "node_modules"
+    for package, patterns in ASSETS.items():
+        source, target = modules / package, static / package.split("/")[-1]
+        for pattern in patterns:
+            matches = [p for p in source.glob(pattern) if p.is_file()]
+            if not matches:
+                raise SystemExit(f"site/node_modules/{package} has no {pattern}: run `npm ci` in site/ again")
+            for path in matches:
+                dest = target / path.relative_to(source)
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, dest)
+    for name in ("course.css", "course.js"):
+        shutil.copy2(SITE_SRC / name, static / name)
 
 
-def site_links(source: str, pages: set[str]) -> tuple[str, list[str]]:
-    """Markdown with links to notebooks turned into links to their pages, and ../README.md into index.html.
-
-    Returns the new text and the relative links that leave the site (they would be broken).
-    """
-
-    def notebook_link(match: re.Match) -> str:
-        stem, anchor = match.group(2), match.group(3) or ""
-        return f"{match.group(1)}{stem}.html{anchor}"
-
-    text = re.sub(r"(\]\(|href=\")(?:\./)?(\d\d_[a-z0-9_]+)\.ipynb(#[^)\"\s]*)?", notebook_link, source)
-    text = re.sub(r"(\]\(|href=\")\.\./README\.md(#[^)\"\s]*)?", r"\1index.html", text)
-    broken = []
-    for link in re.findall(r"\]\(([^)\s]+)|href=\"([^\"]+)\"", text):
-        target = (link[0] or link[1]).split("#")[0]
-        if target and not re.match(r"[a-z][a-z0-9+.-]*:", target) and target not in pages:
-            broken.append(target)
-    return text, broken
+def site_links(source: str) -> str:
+    """Markdown with the link to the course's contents (``../README.md#notebooks``) pointing at the course map."""
+    return re.sub(r"(\]\(|href=\")\.\./README\.md(#[^)\"\s]*)?", r"\1index.md", source)
 
 
-def render(entry: Notebook, urls: dict[str, str], pages: set[str], course: str) -> tuple[str, list[str]]:
-    """The HTML page of one executed notebook, and the links in it that leave the site."""
-    from nbconvert import HTMLExporter
+SOLUTION_PROMPTS = {"code_prompt_show": "Show solution", "code_prompt_hide": "Hide solution"}
 
-    nb = copy.deepcopy(nbformat.read(entry.executed, as_version=4))
-    broken = []
+
+def figure_alts(nb) -> dict[str, str]:
+    """{sha256 of a PNG output: its alt text}: myst-nb names each image file after the sha256 of its bytes."""
+    alts = {}
     for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            png, alt = output.get("data", {}).get("image/png"), output.get("metadata", {}).get("alt")
+            if png and alt:
+                alts[hashlib.sha256(base64.b64decode(png)).hexdigest()] = alt
+    return alts
+
+
+def write_alts(site: Path, alts: dict[str, str]) -> list[str]:
+    """Put each figure's alt text on its <img> in every page; returns the images left without one."""
+    missing = []
+    for page in site.glob("*.html"):
+        text = page.read_text(encoding="utf-8")
+
+        def alt(match: re.Match, name: str = page.name) -> str:
+            digest = match.group(2)
+            if digest not in alts:
+                missing.append(f"{name}: _images/{digest}.png")
+                return match.group(0)
+            return f'alt="{html.escape(alts[digest], quote=True)}"{match.group(1)}'
+
+        new = re.sub(r'alt="_images/[0-9a-f]{64}\.png"(\s+src="_images/([0-9a-f]{64})\.png")', alt, text)
+        if new != text:
+            page.write_text(new, encoding="utf-8")
+    return missing
+
+
+def prepare(entry: Notebook) -> nbformat.NotebookNode:
+    """The executed notebook as the site shows it.
+
+    - The prev | contents | next cells (tag ``nav``) go: the site has its own sidebar and prev/next links.
+    - After the header cell, a note says how to run the notebook yourself.
+    - Solution cells (tag ``solution``) are closed until the reader opens them: a code cell with myst-nb's
+      ``hide-cell`` ("Show solution"), a markdown cell inside a ``<details>`` element.
+    """
+    nb = copy.deepcopy(nbformat.read(executed(entry), as_version=4))
+    cells = []
+    for cell in nb.cells:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "nav" in tags:
+            continue
         if cell.cell_type == "markdown":
-            cell.source, leaving = site_links(cell.source, pages)
-            broken += leaving
-    nb.metadata["title"] = f"{entry.number} · {entry.title} · {course}"
-    exporter = HTMLExporter(
-        template_name="course",
-        extra_template_basedirs=[str(SITE_SRC / "templates")],
-        embed_images=True,
-        **urls,
-    )
-    resources = {"metadata": {"name": entry.stem}}
-    if not urls["widget_renderer_url"].startswith("http"):  # the widget manager's icon fonts, beside it
-        resources["widget_assets_path"] = urls["widget_renderer_url"].rsplit("/", 1)[0] + "/"
-    body, _ = exporter.from_notebook_node(nb, resources=resources)
-    return body, broken
+            cell.source = site_links(cell.source)
+        if "solution" in tags:
+            if cell.cell_type == "code":
+                cell.metadata.tags = [*tags, "hide-cell"]
+                cell.metadata["mystnb"] = {**cell.metadata.get("mystnb", {}), **SOLUTION_PROMPTS}
+            else:
+                cell.source = (
+                    f'<details class="solution">\n<summary>Show solution</summary>\n\n{cell.source}\n\n</details>'
+                )
+        cells.append(cell)
+    header = next(i for i, c in enumerate(cells) if c.cell_type == "markdown" and c.source.lstrip().startswith("# "))
+    note = nbformat.v4.new_markdown_cell(RUN_IT_YOURSELF.format(name=entry.source.name))
+    note.metadata["tags"] = ["run-it-yourself"]
+    cells.insert(header + 1, note)
+    nb.cells = cells
+    return nb
+
+
+RUN_IT_YOURSELF = """\
+:::{{admonition}} Run it yourself
+:class: tip
+This page shows the notebook as it ran when the site was built. To run the code and move the sliders with a live
+kernel, download the course, run `make lab` in its folder, and open `notebooks/{name}` (the download button at the
+top of this page gives you this notebook alone).
+:::"""
+
+
+def write_index(folder: Path, entries: list[Notebook], params: dict, course: str) -> None:
+    """index.md: the course map, each notebook's title, motivation, objectives and prerequisites, in order."""
+    lines = [f"# {course}", "", INTRO.format(count=len(entries)), ""]
+    for e in entries:
+        lines += [f"## {e.number} · [{e.title}]({e.stem}.ipynb)", "", e.description, ""]
+        if e.objectives:
+            lines += ["**You will learn to**", ""] + [f"{i}. {o}" for i, o in enumerate(e.objectives, 1)] + [""]
+        if e.prerequisites:
+            lines += [f"**Prerequisites**: {e.prerequisites}", ""]
+    given = ", ".join(f"`{k} = {v!r}`" for k, v in params.items())
+    lines += [
+        "---",
+        "",
+        f"Built on {datetime.now(UTC):%Y-%m-%d} "
+        + (
+            f"with the parameters {given}. The numbers quoted in the notebooks' text were written for the "
+            "notebooks' own parameters: with these, the printed outputs and figures may disagree with them."
+            if params
+            else "with each notebook's own parameters."
+        ),
+        "",
+        "```{toctree}",
+        ":hidden:",
+        ":maxdepth: 1",
+        "",
+        *[e.stem for e in entries],
+        "```",
+        "",
+    ]
+    (folder / "index.md").write_text("\n".join(lines), encoding="utf-8")
+
+
+INTRO = """\
+{count} notebooks, one idea each, in order. Each page shows a notebook as it ran, with its figures; its slider \
+panels move on the page too, over a grid of values computed when the site was built. To run the code yourself, \
+open the course in JupyterLab (`make lab` in the course's folder)."""
+
+
+PARAMS_BANNER = """\
+:::{{admonition}} Built with other parameters
+:class: warning
+This site was built with {given}. The numbers in the text below were written for the notebook's own parameters, so
+they may not match the printed outputs and figures.
+:::"""
+
+
+def write_sources(folder: Path, entries: list[Notebook], params: dict[str, object], course: str) -> dict[str, str]:
+    """build/sphinx: the prepared notebooks, the course map and _static, anew. Returns the figures' alt texts."""
+    shutil.rmtree(folder, ignore_errors=True)
+    (folder / "_static").mkdir(parents=True)
+    install_assets(folder / "_static")
+    alts = {}
+    for entry in entries:
+        nb = prepare(entry)
+        alts.update(figure_alts(nb))
+        mine = {k: v for k, v in params.items() if k in entry.params}
+        if mine:
+            given = ", ".join(f"`{k} = {v!r}`" for k, v in mine.items())
+            banner = nbformat.v4.new_markdown_cell(PARAMS_BANNER.format(given=given))
+            nb.cells.insert(2, banner)
+        nbformat.write(nb, folder / entry.source.name)
+    write_index(folder, entries, params, course)
+    return alts
+
+
+def sphinx_build(source: Path, target: Path, course: str) -> list[str]:
+    """Render the site with Sphinx; returns its warnings. Exits if Sphinx fails."""
+    env = {**os.environ, "ATTN_COURSE_TITLE": course, "ATTN_COURSE_STATIC": str(source / "_static")}
+    command = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-c", str(SITE_SRC), "-d", str(DOCTREES)]
+    result = subprocess.run([*command, str(source), str(target)], env=env, capture_output=True, text=True)
+    warnings = [line for line in result.stderr.splitlines() if line.strip()]
+    if result.returncode != 0:
+        raise SystemExit("sphinx-build failed:\n" + "\n".join(warnings[-30:]))
+    return warnings
+
+
+def remote_loads(page: str) -> list[str]:
+    """Absolute http(s) URLs that a page's script, link, img, iframe or CSS would load (not plain links)."""
+    found = re.findall(r"<(?:script|img|iframe|source|link)\b[^>]*?\b(?:src|href)=[\"'](https?://[^\"']+)", page)
+    found = [url for url in found if not re.search(r"<link\b[^>]*rel=\"(?:canonical|alternate)", url)]
+    found += re.findall(r"@import\s+(?:url\()?[\"']?(https?://[^\"')]+)", page)
+    found += re.findall(r"import\([\"'](https?://[^\"']+)", page)
+    return sorted(set(found))
+
+
+def size_mb(folder: Path) -> float:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
 
 
 def course_title() -> str:
@@ -512,52 +543,6 @@ def course_title() -> str:
     return "Attention course"
 
 
-def write_index(site: Path, entries: list[Notebook], urls: dict[str, str], params: dict, course: str) -> None:
-    """index.html: the course map, each notebook's title, motivation, objectives and prerequisites, in order."""
-    from nbconvert.filters.markdown_mistune import markdown2html_mistune
-
-    def md(text: str) -> str:
-        return markdown2html_mistune(text)
-
-    def inline(text: str) -> str:  # one paragraph without its <p>
-        return re.sub(r"^<p>(.*)</p>\s*$", r"\1", md(text).strip(), flags=re.S)
-
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(SITE_SRC / "templates"), autoescape=jinja2.select_autoescape(["html"])
-    )
-    page = env.get_template("course_map.html.j2").render(
-        course=course,
-        notebooks=[
-            {
-                "number": e.number,
-                "title": inline(e.title),
-                "page": e.page,
-                "description": md(e.description),
-                "objectives": [inline(o) for o in e.objectives],
-                "prerequisites": inline(e.prerequisites) if e.prerequisites else "",
-            }
-            for e in entries
-        ],
-        params=", ".join(f"{k} = {v!r}" for k, v in params.items()),
-        built=datetime.now(UTC).strftime("%Y-%m-%d"),
-        mathjax_url=urls["mathjax_url"],
-    )
-    (site / "index.html").write_text(page, encoding="utf-8")
-
-
-def remote_loads(page: str) -> list[str]:
-    """Absolute http(s) URLs that a page's script, link, img, iframe or CSS would load (not plain links)."""
-    found = re.findall(r"<(?:script|img|iframe|source|link)\b[^>]*?\b(?:src|href)=[\"'](https?://[^\"']+)", page)
-    found += re.findall(r"@import\s+(?:url\()?[\"']?(https?://[^\"')]+)", page)
-    found += re.findall(r"import\([\"'](https?://[^\"']+)", page)
-    found += re.findall(r"Src\s*=\s*'(https?://[^']+)'", page)  # nbconvert's widget-manager loader
-    return sorted(set(found))
-
-
-def size_mb(folder: Path) -> float:
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
-
-
 # --------------------------------------------------------------------------------------------- main
 
 
@@ -566,7 +551,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--params", default="", help='papermill options for every notebook, e.g. "-p SEED 1"')
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="notebooks run at once")
     parser.add_argument("--force", action="store_true", help="re-execute every notebook, even unchanged ones")
-    parser.add_argument("--cdn", action="store_true", help="load the page scripts from public CDNs (not offline)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
 
@@ -595,28 +579,25 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(entries)} notebooks: executing into {EXECUTED.relative_to(ROOT)}/")
     errors, times = execute_all(entries, params, max(1, args.jobs), args.force)
     executed_seconds = time.perf_counter() - start
+    missing = [e for e in entries if not executed(e).exists()]
+    if missing:
+        for name, error in errors.items():
+            print(f"ERROR: {name}: {error}")
+        print(f"not rendered: {', '.join(e.source.name for e in missing)} did not run")
+        return 1
 
     # Render into a fresh folder, then swap it in: the site never mixes old and new pages.
     course = course_title()
+    alts = write_sources(SOURCES, entries, params, course)
     staging = BUILD / "site.partial"
     shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    urls = install_assets(staging, args.cdn)
-    pages = {e.page for e in entries} | {"index.html"}
-    problems = []
-    for entry in entries:
-        if not entry.executed.exists():
-            problems.append(f"{entry.page}: not rendered, its notebook did not run")
-            continue
-        body, broken = render(entry, urls, pages, course)
-        problems += [f"{entry.page}: link to {target} leads out of the site" for target in broken]
-        (staging / entry.page).write_text(body, encoding="utf-8")
-    write_index(staging, entries, urls, params, course)
-    if urls["mathjax_url"].startswith("http"):
-        problems.append(f"the pages load the widget manager, require.js and MathJax from {CDN}: not an offline site")
-    else:
-        for page in sorted(staging.glob("*.html")):
-            problems += [f"{page.name} loads {url}" for url in remote_loads(page.read_text(encoding="utf-8"))]
+    warnings = sphinx_build(SOURCES, staging, course)
+    problems = [f"sphinx: {line}" for line in warnings]
+    problems += [f"no alt text for {image}" for image in write_alts(staging, alts)]
+    for entry in entries:  # the download button gives the course notebook itself, live sliders and all
+        shutil.copy2(entry.source, staging / "_sources" / entry.source.name)
+    for page in sorted(staging.glob("*.html")):
+        problems += [f"{page.name} loads {url}" for url in remote_loads(page.read_text(encoding="utf-8"))]
     shutil.rmtree(SITE, ignore_errors=True)
     staging.rename(SITE)
 
@@ -630,9 +611,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"total {total:.1f} s")
     for problem in problems:
         print(f"WARNING: {problem}")
-    for name, error in errors.items():
-        print(f"ERROR: {name}: {error}")
-    return 1 if errors else 0
+    return 1 if errors or problems else 0
 
 
 if __name__ == "__main__":

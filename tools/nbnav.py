@@ -11,32 +11,18 @@ Only those cells are touched (markdown cells have no outputs, so the stored outp
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
 import nbformat
+from course import course_notebooks, read_header
 
-ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = ROOT / "notebooks"
 CONTENTS = "../README.md#notebooks"
-NAME = re.compile(r"^\d\d_[a-z0-9_]+\.ipynb$")
-
-
-def course_notebooks(folder: Path = NOTEBOOKS) -> list[Path]:
-    """The course notebooks, in teaching order (their NN_ prefix)."""
-    return sorted(p for p in folder.glob("*.ipynb") if NAME.match(p.name))
 
 
 def title(path: Path) -> str:
-    """The first level-1 heading of a notebook."""
-    nb = nbformat.read(path, as_version=4)
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            for line in cell.source.splitlines():
-                if line.startswith("# "):
-                    return line[2:].strip()
-    raise SystemExit(f"{path.name}: no '# ' title in any markdown cell")
+    """A notebook's heading, as its header cell writes it (``01 · Attention pooling: ...``)."""
+    return read_header(path).heading
 
 
 def nav_text(paths: list[Path], i: int) -> str:

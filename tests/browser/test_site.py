@@ -3,9 +3,12 @@
 Each page is opened twice: from a static web server on 127.0.0.1 (what a teacher's host looks like) and straight
 from disk (the folder handed to students). Every request to another host is blocked and counted by the
 ``watched_page`` fixture, so a page that needs the internet fails here. For each page: no console error, no
-failed, blocked or 4xx request; every image decoded and shown; every slider panel shows its controls and its
-figure; the formulas typeset, with no raw TeX left in the text; every local link resolves. A full-page screenshot
-of each page goes to build/screenshots/site/ for a person to look at.
+failed, blocked or 4xx request; every image decoded, shown and described by its alt text; every slider panel shows
+its controls and its figure; the formulas typeset, with no raw TeX left in the text; every local link resolves.
+Then what a course site needs: the sidebar of all notebooks, the page's table of contents, previous and next links,
+a search that works offline, dark mode, copy buttons, the notebook's download, the "run it yourself" note,
+solutions closed until clicked, no launch buttons, and an accessibility audit (axe-core) with no serious or
+critical finding. Screenshots, light and dark, go to build/screenshots/site/ for a person to look at.
 """
 
 import functools
@@ -24,8 +27,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "build" / "site"
 SCREENSHOTS = ROOT / "build" / "screenshots" / "site"
-NOTEBOOK_PAGES = [p.stem + ".html" for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOK_PAGES = [p.stem + ".html" for p in NOTEBOOKS]
 PAGES = ["index.html", *NOTEBOOK_PAGES]
+SPHINX_PAGES = ["search.html"]  # Sphinx's own: the search results
+AXE = ROOT / "site" / "node_modules" / "axe-core" / "axe.min.js"
 SETTLE_MS = 30_000  # time allowed for MathJax and the widget manager to finish on one page
 
 # --------------------------------------------------------------------------------------------- fixtures
@@ -67,7 +73,7 @@ def screenshots(site) -> Path:
 # For each element that a check names: the page's nearest heading above it, so a person can find it.
 WHERE_JS = """
 window.__where = (el) => {
-  const cell = el.closest('.jp-Cell, li') || el;
+  const cell = el.closest('.cell, section, li') || el;
   const id = cell.id ? ` in ${cell.id}` : '';
   for (let node = cell; node; node = node.previousElementSibling) {
     const headings = node.querySelectorAll ? node.querySelectorAll('h1, h2, h3, h4') : [];
@@ -80,12 +86,14 @@ window.__where = (el) => {
 """
 
 IMAGES_JS = """
-() => [...document.images].map((img, i) => ({
+() => [...document.querySelectorAll('.bd-article img')].map((img, i) => ({
   index: i + 1,
   where: window.__where(img),
   complete: img.complete,
   naturalWidth: img.naturalWidth,
   shown: img.getBoundingClientRect().width > 0 && img.getBoundingClientRect().height > 0,
+  alt: img.getAttribute('alt') || '',
+  inWidget: !!img.closest('.widget-subarea'),
 }))
 """
 
@@ -124,8 +132,10 @@ WIDGETS_RENDERED_JS = f"""
 
 MATH_JS = r"""
 () => {
-  const blocks = [...document.querySelectorAll('.jp-RenderedMarkdown, .course-map, header')];
-  const text = blocks.map((b) => b.innerText).join('\n');
+  // the prose only: code cells and their outputs may hold dollar signs that are no formula
+  const article = document.querySelector('.bd-article').cloneNode(true);
+  article.querySelectorAll('.cell, pre, code, .highlight, script, .MathJax_Preview').forEach((el) => el.remove());
+  const text = article.textContent;
   const raw = [];
   for (const pattern of [/\$\$[^]{0,60}/g, /\\\([^]{0,60}/g, /\\\[[^]{0,60}/g, /\$[^$\s][^$\n]{0,60}\$/g]) {
     raw.push(...(text.match(pattern) || []).map((s) => s.replace(/\s+/g, ' ')));
@@ -177,6 +187,8 @@ def page_failures(page) -> list[str]:
             failures.append(f"image {img['index']} {img['where']} is not decoded (naturalWidth 0)")
         elif not img["shown"]:
             failures.append(f"image {img['index']} {img['where']} is not shown (zero size)")
+        if not img["inWidget"] and (len(img["alt"]) < 12 or "_images/" in img["alt"]):
+            failures.append(f"image {img['index']} {img['where']} has no alt text saying what it shows: {img['alt']!r}")
     for w in page.evaluate(WIDGETS_JS):
         name = f"widget {w['index']} {w['where']}"
         if not w["rendered"]:
@@ -256,22 +268,29 @@ def anchors(path: Path) -> Anchors:
     return parser
 
 
-def nav_links(name: str) -> list[list[str]]:
-    """The hrefs of each prev | contents | next bar of a notebook page (the cells tagged ``nav``)."""
+def article(name: str) -> str:
+    """The page's main content (the article, without the theme's sidebars and header)."""
     page = (SITE / name).read_text(encoding="utf-8")
-    bars = re.findall(r'<div class="[^"]*celltag_nav[^"]*"[^>]*>(.*?)</div>', page, flags=re.S)
-    return [re.findall(r'href="([^"]*)"', bar) for bar in bars]
+    found = re.search(r'<article class="bd-article">(.*?)</article>', page, flags=re.S)
+    assert found, f'{name}: no <article class="bd-article"> (not a sphinx-book-theme page?)'
+    return found.group(1)
+
+
+def solution_cells(notebook: Path) -> list[str]:
+    """The cell types of a notebook's cells tagged ``solution``, in order."""
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    return [c["cell_type"] for c in cells if "solution" in c.get("metadata", {}).get("tags", [])]
 
 
 def test_site_has_one_page_per_notebook_and_no_other(site):
     pages = sorted(p.name for p in site.glob("*.html"))
-    assert pages == sorted(PAGES), (
-        f"build/site has {pages}, the notebooks make {sorted(PAGES)}: "
+    assert pages == sorted(PAGES + SPHINX_PAGES), (
+        f"build/site has {pages}, the notebooks make {sorted(PAGES)} (and Sphinx {SPHINX_PAGES}): "
         "a missing page was not rendered, an extra one is left from an old build"
     )
 
 
-@pytest.mark.parametrize("name", PAGES)
+@pytest.mark.parametrize("name", PAGES + SPHINX_PAGES)
 def test_local_links_resolve(name, site):
     """Every link to a page of the site leads to a file that exists, and to an anchor that exists there."""
     broken = []
@@ -286,22 +305,176 @@ def test_local_links_resolve(name, site):
         elif not target.is_file():
             broken.append(f"{href!r}: no file {target.relative_to(site)} in the site")
         elif parts.fragment and target.suffix == ".html":
-            # a browser looks the fragment up as written, then percent-decoded (nbconvert's ids stay encoded)
             if not {parts.fragment, unquote(parts.fragment)} & anchors(target).ids:
                 broken.append(f"{href!r}: {target.name} has no element with id {unquote(parts.fragment)!r}")
     assert not broken, f"{name}: broken links:\n  " + "\n  ".join(broken)
 
 
-@pytest.mark.parametrize("index", range(len(NOTEBOOK_PAGES)), ids=NOTEBOOK_PAGES)
-def test_prev_contents_next_bars(index, site):
-    """At the top and the bottom of each notebook page: previous page, index.html, next page, in the site."""
-    name = NOTEBOOK_PAGES[index]
-    expected = (
-        ([NOTEBOOK_PAGES[index - 1]] if index > 0 else [])
-        + ["index.html"]
-        + ([NOTEBOOK_PAGES[index + 1]] if index + 1 < len(NOTEBOOK_PAGES) else [])
+@pytest.mark.parametrize("name", PAGES)
+def test_sidebar_lists_every_notebook_in_order(name, site):
+    page = (site / name).read_text(encoding="utf-8")
+    nav = re.search(r'<nav class="bd-links bd-docs-nav"[^>]*>(.*?)</nav>', page, flags=re.S)
+    assert nav, f"{name}: no sidebar (nav.bd-docs-nav)"
+    hrefs = [name if h == "#" else h for h in re.findall(r'href="([^"]*)"', nav.group(1))]  # "#": this page
+    listed = [h for h in dict.fromkeys(hrefs) if re.match(r"\d\d_", h)]
+    assert listed == NOTEBOOK_PAGES, f"{name}: the sidebar links {listed}, expected every notebook in order"
+
+
+@pytest.mark.parametrize("index", range(len(PAGES)), ids=PAGES)
+def test_previous_and_next_links(index, site):
+    """The course reads as a book: index, 01, 02, ... each page links the one before and the one after."""
+    name = PAGES[index]
+    page = (site / name).read_text(encoding="utf-8")
+    prev = re.search(r'<a class="left-prev"\s+href="([^"]+)"', page)
+    nxt = re.search(r'<a class="right-next"\s+href="([^"]+)"', page)
+    assert (prev.group(1) if prev else None) == (PAGES[index - 1] if index > 0 else None), f"{name}: previous link"
+    assert (nxt.group(1) if nxt else None) == (PAGES[index + 1] if index + 1 < len(PAGES) else None), f"{name}: next"
+
+
+@pytest.mark.parametrize("name", NOTEBOOK_PAGES)
+def test_page_has_its_table_of_contents(name, site):
+    """The right-hand table of contents lists the page's numbered sections, and each entry leads to one."""
+    page = (site / name).read_text(encoding="utf-8")
+    toc = re.search(r'<nav id="pst-page-toc-nav"[^>]*>(.*?)</nav>', page, flags=re.S)
+    assert toc, f"{name}: no table of contents of the page"
+    targets = re.findall(r'href="#([^"]+)"', toc.group(1))
+    sections = re.findall(r'<section id="([^"]+)">\s*<h2>', page)
+    assert len(targets) >= 3 and set(sections) <= set(targets), (
+        f"{name}: the page's contents link {targets}, its sections are {sections}"
     )
-    assert nav_links(name) == [expected, expected], f"{name}: the prev | contents | next bars should link {expected}"
+    assert set(targets) <= anchors(site / name).ids
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_download_button_gives_the_notebook(notebook, site):
+    """The download button offers the .ipynb, and it is the course notebook with its code and outputs."""
+    name = notebook.stem + ".html"
+    page = (site / name).read_text(encoding="utf-8")
+    link = re.search(r'<a href="([^"]+\.ipynb)"[^>]*btn-download-source-button', page, flags=re.S)
+    assert link, f"{name}: no download button for the notebook"
+    downloaded = json.loads((site / link.group(1)).read_text(encoding="utf-8"))
+    course = json.loads(notebook.read_text(encoding="utf-8"))
+
+    def code(nb):
+        return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+
+    assert code(downloaded) == code(course), f"{name}: the downloaded notebook's code differs from {notebook.name}"
+    assert any(c.get("outputs") for c in downloaded["cells"] if c["cell_type"] == "code"), "outputs are missing"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_run_it_yourself_note_and_no_launch_buttons(notebook, site):
+    text = article(notebook.stem + ".html")
+    seen = squeezed(text)
+    assert "Runityourself" in seen and "makelab" in seen and f"notebooks/{notebook.name}" in seen
+    page = (site / (notebook.stem + ".html")).read_text(encoding="utf-8")
+    for launcher in ("launch-buttons", "mybinder", "colab.research", "thebe", "jupyterhub"):
+        assert launcher not in page, f"{notebook.stem}.html offers {launcher}, which the course does not set up"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_every_solution_is_a_closed_dropdown(notebook, site):
+    """Each cell tagged ``solution`` is on the page inside a <details> element that is closed."""
+    text = article(notebook.stem + ".html")
+    dropdowns = re.findall(r"<details\b[^>]*>\s*<summary[^>]*>(.*?)</summary>", text, flags=re.S)
+    solutions = [d for d in dropdowns if "solution" in d.lower()]
+    assert len(solutions) == len(solution_cells(notebook)), (
+        f"{notebook.stem}.html: {len(solutions)} solution dropdowns, its notebook has "
+        f"{len(solution_cells(notebook))} solution cells"
+    )
+    assert not re.search(r"<details\b[^>]*\bopen\b", text), f"{notebook.stem}.html: a dropdown is open on arrival"
+
+
+WITH_SOLUTIONS = [p for p in NOTEBOOKS if solution_cells(p)]
+
+
+@pytest.mark.skipif(not WITH_SOLUTIONS, reason="no notebook has cells tagged solution yet")
+@pytest.mark.parametrize("notebook", WITH_SOLUTIONS, ids=[p.name for p in WITH_SOLUTIONS])
+def test_solutions_open_when_clicked(notebook, site, watched_page):
+    page = watched_page.page
+    page.goto((site / (notebook.stem + ".html")).as_uri())
+    page.wait_for_load_state("load")
+    details = page.locator(".bd-article details").filter(has_text=re.compile("solution", re.I))
+    assert details.count() == len(solution_cells(notebook))
+    for i in range(details.count()):
+        one = details.nth(i)
+        assert one.evaluate("d => !d.open"), f"solution {i + 1} is open before any click"
+        one.locator("summary").first.click()
+        assert one.evaluate("d => d.open"), f"solution {i + 1} did not open when clicked"
+    assert not watched_page.problems(), watched_page.problems()
+
+
+def test_search_works_offline(site_url, watched_page):
+    """Sphinx's search runs in the page from its own index: "positional encoding" finds notebook 06."""
+    page = watched_page.page
+    page.goto(urljoin(site_url, "search.html?q=positional+encoding"))
+    page.wait_for_function("() => document.querySelectorAll('#search-results li').length > 0", timeout=SETTLE_MS)
+    found = page.eval_on_selector_all("#search-results li a", "links => links.map((a) => a.getAttribute('href'))")
+    assert any(href.startswith("06_") for href in found), f"the search for 'positional encoding' found {found}"
+    assert not watched_page.problems(), watched_page.problems()
+
+
+def test_copy_button_on_every_code_cell(site, watched_page):
+    page = watched_page.page
+    page.goto((site / NOTEBOOK_PAGES[0]).as_uri())
+    page.wait_for_load_state("load")
+    cells = page.locator(".cell_input pre").count()
+    buttons = page.locator(".cell_input .copybtn").count()
+    assert cells > 5 and buttons == cells, f"{NOTEBOOK_PAGES[0]}: {cells} code cells, {buttons} copy buttons"
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_dark_mode_keeps_figures_readable(name, site, browser, screenshots):
+    """In dark mode the page is dark and every figure (drawn on white) keeps a light card behind it."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="dark")
+    try:
+        page = context.new_page()
+        page.goto((site / name).as_uri())
+        page.wait_for_load_state("load")
+        theme = page.evaluate("() => document.documentElement.dataset.theme")
+        assert theme == "dark", f"{name}: the page ignores the reader's dark setting (data-theme={theme!r})"
+        body = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+        assert _luminance(body) < 0.2, f"{name}: dark mode, but the page's background is {body}"
+        backgrounds = page.eval_on_selector_all(
+            ".bd-article .cell_output img", "imgs => imgs.map((i) => getComputedStyle(i).backgroundColor)"
+        )
+        light = [b for b in backgrounds if _luminance(b) > 0.75]
+        assert len(light) == len(backgrounds), f"{name}: figures on a dark background: {backgrounds}"
+        page.screenshot(path=str(screenshots / name.replace(".html", "-dark.png")), full_page=False)
+    finally:
+        context.close()
+
+
+def _luminance(css: str) -> float:
+    """0 (black) to 1 (white) for a CSS rgb()/rgba() colour; a transparent colour counts as 0."""
+    values = [float(v) for v in re.findall(r"[\d.]+", css)]
+    if len(values) == 4 and values[3] == 0:
+        return 0.0
+    r, g, b = (v / 255 for v in values[:3])
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+@pytest.mark.parametrize("mode", ["light", "dark"])
+@pytest.mark.parametrize("name", PAGES + SPHINX_PAGES)
+def test_accessibility_audit(name, mode, site, browser):
+    """axe-core (pinned in site/package.json) finds no serious or critical violation, in light and in dark mode."""
+    if not AXE.is_file():
+        pytest.fail(f"{AXE} not found: `make html` installs it (npm ci in site/)", pytrace=False)
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme=mode)
+    try:
+        page = context.new_page()
+        page.goto((site / name).as_uri())
+        settle(page)
+        page.add_script_tag(path=str(AXE))
+        result = page.evaluate("() => axe.run(document, {resultTypes: ['violations']})")
+    finally:
+        context.close()
+    bad = [v for v in result["violations"] if v["impact"] in ("serious", "critical")]
+    report = [
+        f"{v['impact']}: {v['id']} ({v['help']}) on {len(v['nodes'])} element(s), e.g. {v['nodes'][0]['target']}"
+        for v in bad
+    ]
+    assert not bad, f"{name} ({mode}):\n  " + "\n  ".join(report)
 
 
 def header_cell(page: str) -> str:
@@ -321,16 +494,15 @@ def squeezed(text: str) -> str:
 
 def test_index_is_the_course_map_in_order(site):
     """index.html lists every notebook in order with its motivation, all its objectives and its prerequisites."""
-    index = (site / "index.html").read_text(encoding="utf-8")
-    listed = list(dict.fromkeys(re.findall(r'href="(\d\d_[a-z0-9_]+\.html)"', index)))
-    assert listed == NOTEBOOK_PAGES, f"index.html links {listed}, expected every notebook page in order"
-    chunks = re.split(r'<li id="notebook-(\d\d)">', index)[1:]
-    entries = list(zip(chunks[::2], chunks[1::2], strict=True))
-    assert [number for number, _ in entries] == [name[:2] for name in NOTEBOOK_PAGES]
-    for page, (number, entry) in zip(NOTEBOOK_PAGES, entries, strict=True):
+    index = article("index.html")
+    sections = re.split(r'<section id="[^"]*">\s*(?:<span id="[^"]*"></span>)?<h2>', index)[1:]
+    linked = [re.search(r'href="(\d\d_[a-z0-9_]+\.html)"', s).group(1) for s in sections]
+    assert linked == NOTEBOOK_PAGES, f"index.html's sections link {linked}, expected every notebook page in order"
+    for page, entry in zip(NOTEBOOK_PAGES, sections, strict=True):
         header = header_cell(page)
-        assert re.search(r'class="description">\s*<p>\S', entry), f"index.html: notebook {number} has no description"
-        objectives = re.search(r'<ol class="objectives">(.*?)</ol>', entry, re.S)
+        number = page[:2]
+        assert re.search(r"</h2>\s*<p>\S", entry), f"index.html: notebook {number} has no description"
+        objectives = re.search(r"You will learn to</strong></p>\s*<ol[^>]*>(.*?)</ol>", entry, re.S)
         expected = len(re.findall(r"^\d+\.\s", header.split("**You will learn to**")[-1], re.M))
         found = objectives.group(1).count("<li>") if objectives else 0
         assert found == expected > 0, f"index.html: notebook {number} lists {found} objectives, its header {expected}"
@@ -340,3 +512,96 @@ def test_index_is_the_course_map_in_order(site):
             assert squeezed(last_words) in squeezed(entry), (
                 f"index.html: notebook {number}'s prerequisites lack {last_words!r}"
             )
+
+
+# --------------------------------------------------------------------------------------------- sliders on the page
+
+# Every slider panel of the site is a grid of frames (attn_course/_frames.py): images in nested Stacks, switched by
+# controls through jslink. In the page, move one control one step, wait for one animation frame, and report the
+# frame shown before and after: its place in the grid (class attn-frame-i-j) and whether its bytes hash to what
+# Python recorded (class attn-sha-<16 hex>).
+FRAMES_JS = """
+async ([panelIndex, controlIndex]) => {
+  const panel = document.querySelectorAll('.attn-frames-panel')[panelIndex];
+  const shown = () => [...panel.querySelectorAll('img.attn-frame')].filter((img) => img.offsetParent !== null);
+  const describe = async (img) => {
+    const place = [...img.classList].find((c) => c.startsWith('attn-frame-')).slice('attn-frame-'.length);
+    const sha = [...img.classList].find((c) => c.startsWith('attn-sha-')).slice('attn-sha-'.length);
+    const bytes = await (await fetch(img.src)).arrayBuffer();
+    const digest = [...new Uint8Array(await crypto.subtle.digest('SHA-256', bytes))]
+      .map((b) => b.toString(16).padStart(2, '0')).join('').slice(0, 16);
+    return {place: place.split('-').map(Number), hashMatches: digest === sha, decoded: img.naturalWidth > 0};
+  };
+  const controls = [...panel.querySelectorAll('.widget-hslider, .widget-dropdown, .widget-toggle-buttons')];
+  const control = controls[controlIndex];
+  const before = shown();
+  if (before.length !== 1) return {error: `${before.length} frames shown before the move, not 1`};
+  const first = await describe(before[0]);
+  const position = first.place[controlIndex];
+  if (control.classList.contains('widget-hslider')) {
+    const handle = control.querySelector('.noUi-handle');
+    const key = position === 0 ? 'ArrowRight' : 'ArrowLeft';
+    handle.dispatchEvent(new KeyboardEvent('keydown', {key, keyCode: key === 'ArrowRight' ? 39 : 37, bubbles: true}));
+  } else if (control.classList.contains('widget-dropdown')) {
+    const select = control.querySelector('select');
+    select.selectedIndex = position === 0 ? 1 : 0;
+    select.dispatchEvent(new Event('change', {bubbles: true}));
+  } else {
+    const buttons = control.querySelectorAll('button');
+    buttons[position === 0 ? 1 : 0].click();
+  }
+  await new Promise((done) => requestAnimationFrame(() => done()));
+  const after = shown();
+  if (after.length !== 1) return {error: `${after.length} frames shown one animation frame after the move, not 1`};
+  return {controls: controls.length, before: first, after: await describe(after[0])};
+}
+"""
+
+
+def frame_panels(name: str) -> int:
+    """How many static slider panels a page holds (from its widget state)."""
+    return (SITE / name).read_text(encoding="utf-8").count('"attn-frames-panel"')
+
+
+def test_every_slider_panel_is_a_grid_of_frames(site):
+    """Each live slider panel of a notebook became a static panel on its page, of at most 150 frames."""
+    for notebook in NOTEBOOKS:
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        live = sum(
+            1
+            for c in cells
+            if c["cell_type"] == "code" and re.search(r"^[^#\n]*\bslider_panel\(", "".join(c["source"]), re.M)
+        )
+        name = notebook.stem + ".html"
+        assert frame_panels(name) == live, f"{name}: {frame_panels(name)} static panels, its notebook has {live}"
+        page = (site / name).read_text(encoding="utf-8")
+        for count in re.findall(r"figure moves over (\d+) pictures", page):
+            assert 2 <= int(count) <= 150, f"{name}: a panel of {count} frames"
+
+
+@pytest.mark.parametrize("name", [p for p in NOTEBOOK_PAGES if frame_panels(p)] if SITE.is_dir() else NOTEBOOK_PAGES)
+def test_site_sliders_move_their_figure(name, site_url, watched_page):
+    """Moving any control of any panel shows, within one animation frame, the frame Python drew for the new values."""
+    page = watched_page.page
+    page.goto(urljoin(site_url, name))
+    late = settle(page)
+    assert not late, late
+    failures = []
+    for panel in range(frame_panels(name)):
+        control, count = 0, 1
+        while control < count:
+            result = page.evaluate(FRAMES_JS, [panel, control])
+            where = f"panel {panel + 1}, control {control + 1}"
+            if "error" in result:
+                failures.append(f"{where}: {result['error']}")
+                break
+            count = result["controls"]
+            before, after = result["before"]["place"], result["after"]["place"]
+            moved = [k for k in range(len(before)) if before[k] != after[k]]
+            if moved != [control]:
+                failures.append(f"{where}: the frame went from {before} to {after}, not along control {control + 1}")
+            if not (result["after"]["hashMatches"] and result["after"]["decoded"]):
+                failures.append(f"{where}: the frame shown for {after} is not the image Python drew for it")
+            control += 1
+    failures += watched_page.problems()
+    assert not failures, f"{name}:\n  " + "\n  ".join(failures)

@@ -1,0 +1,203 @@
+"""Slider panels for a static page: every figure drawn in advance, the controls switch between them in the browser.
+
+A page of the course site has no kernel behind it, so a live slider panel could only show its default figure. When
+the site is built, ``tools/build_site.py`` sets ``ATTN_COURSE_FRAMES`` in the kernels that execute the notebooks,
+and ``slider_panel`` returns :func:`frames_panel` instead: a grid of values for each control, the figure drawn for
+every combination, one ``Image`` per frame inside nested ``Stack`` widgets, and controls whose ``index`` is linked
+in JavaScript (``jslink``) to the stacks' ``selected_index``. Moving a control changes which frame is shown, with no
+kernel and no request. In JupyterLab nothing here runs: the panel is live.
+
+Each frame's image carries its place in the grid and the first 16 hex digits of its bytes' SHA-256 as CSS classes
+(``attn-frame-2-0``, ``attn-sha-...``), so a test can check that the page shows the frame Python drew for the
+values on the controls.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import io
+import math
+import os
+from collections.abc import Callable, Mapping
+
+import ipywidgets as widgets
+import numpy as np
+from PIL import Image
+
+ENV = "ATTN_COURSE_FRAMES"
+MAX_FRAMES = 150  # per panel
+MAX_BYTES = 1_500_000  # per panel, before base64: a page holds two or three panels and stays under 6 MB
+SCALE = 0.75  # frames are drawn smaller than in JupyterLab
+WEBP_QUALITY = 80
+
+
+def describe_figure(fig) -> str:
+    """What a figure shows, in a few words: its suptitle, else its axes' titles, else what its axes plot."""
+    parts = []
+    suptitle = getattr(fig, "_suptitle", None)
+    if suptitle is not None and suptitle.get_text().strip():
+        parts.append(suptitle.get_text().strip())
+    titles = [ax.get_title().strip() for ax in fig.axes if ax.get_title().strip()]
+    if titles:
+        parts.append("; ".join(titles[:6] + ([f"and {len(titles) - 6} more panels"] if len(titles) > 6 else [])))
+    if not parts:
+        for ax in fig.axes:
+            x, y = ax.get_xlabel().strip(), ax.get_ylabel().strip()
+            if x or y:
+                parts.append(f"{y or 'values'} against {x or 'position'}")
+    text = ". ".join(parts) if parts else "a figure"
+    return " ".join(text.replace("$", "").replace("\\", "").split())
+
+
+def wanted() -> bool:
+    """True while the site is being built (``tools/build_site.py`` sets the variable in its kernels)."""
+    return os.environ.get(ENV, "") not in ("", "0")
+
+
+def _numbers(control, count: int) -> list:
+    """Up to ``count`` values of a numeric slider, evenly spread over its range, its default among them."""
+    if isinstance(control, widgets.FloatLogSlider):
+        exponents = np.linspace(control.min, control.max, count)
+        values = [float(control.base**e) for e in exponents]
+    else:
+        step = control.step or 1
+        cells = int(round((control.max - control.min) / step))
+        picks = np.unique(np.round(np.linspace(0, cells, min(count, cells + 1))).astype(int))
+        values = [control.min + int(k) * step for k in picks]
+        if isinstance(control, widgets.IntSlider):
+            values = [int(v) for v in values]
+        else:
+            digits = max(0, -math.floor(math.log10(step))) + 2 if step < 1 else 2
+            values = [round(float(v), digits) for v in values]
+    default = control.value
+    if not any(math.isclose(v, default, rel_tol=1e-9, abs_tol=1e-12) for v in values):
+        nearest = min(range(len(values)), key=lambda i: abs(values[i] - default))
+        values[nearest] = default  # the page opens on the figure JupyterLab opens on
+    return sorted(set(values))
+
+
+def _label(control, value) -> str:
+    if isinstance(control, widgets.FloatLogSlider | widgets.FloatSlider):
+        return f"{value:.3g}"
+    return str(value)
+
+
+def grid(controls: Mapping[str, widgets.ValueWidget], budget: int = MAX_FRAMES) -> dict[str, list[tuple[str, object]]]:
+    """The (label, value) pairs shown for each control, at most ``budget`` combinations in all.
+
+    Choices (dropdowns, selection sliders, checkboxes) keep all their options; numeric sliders share what is left.
+    """
+    fixed, numeric = {}, []
+    for name, control in controls.items():
+        if isinstance(control, widgets.Checkbox | widgets.ToggleButton):
+            fixed[name] = [("off", False), ("on", True)]
+        elif hasattr(control, "options"):
+            labels, options = control._options_labels, control._options_values
+            fixed[name] = [(str(label), value) for label, value in zip(labels, options, strict=True)]
+        elif isinstance(control, widgets.IntSlider | widgets.FloatSlider | widgets.FloatLogSlider):
+            numeric.append(name)
+        else:
+            raise TypeError(f"a static slider panel cannot show a {type(control).__name__} ({name!r})")
+    left = max(1, budget // max(1, math.prod(len(v) for v in fixed.values())))
+    each = max(2, int(left ** (1 / len(numeric)))) if numeric else 0
+    values = {}
+    for name, control in controls.items():
+        if name in fixed:
+            values[name] = fixed[name]
+        else:
+            values[name] = [(_label(control, v), v) for v in _numbers(control, each)]
+    return values
+
+
+def _frame(pngs: list[bytes]) -> bytes:
+    """One WebP image of the panel's figure(s), stacked vertically, at SCALE."""
+    images = [Image.open(io.BytesIO(png)).convert("RGB") for png in pngs]
+    width = max(i.width for i in images)
+    canvas = Image.new("RGB", (width, sum(i.height for i in images)), "white")
+    top = 0
+    for image in images:
+        canvas.paste(image, (0, top))
+        top += image.height
+    canvas = canvas.resize((max(1, round(canvas.width * SCALE)), max(1, round(canvas.height * SCALE))), Image.LANCZOS)
+    buffer = io.BytesIO()
+    canvas.save(buffer, format="webp", quality=WEBP_QUALITY, method=4)
+    return buffer.getvalue()
+
+
+def _selector(control, name: str, options: list[tuple[str, object]]) -> widgets.DOMWidget:
+    """A control with an ``index`` to link: the same description, the grid's values as its options."""
+    description = control.description or name
+    labels = [label for label, _ in options]
+    default = next(
+        (i for i, (_, v) in enumerate(options) if v == control.value),
+        0,
+    )
+    if isinstance(control, widgets.Dropdown):
+        selector = widgets.Dropdown(options=labels, index=default, description=description)
+    elif isinstance(control, widgets.Checkbox | widgets.ToggleButton):
+        selector = widgets.ToggleButtons(options=labels, index=default, description=description)
+    else:
+        selector = widgets.SelectionSlider(options=labels, index=default, description=description)
+    selector.style.description_width = "initial"
+    return selector
+
+
+def frames_panel(
+    render: Callable[..., list[bytes]], controls: Mapping[str, widgets.ValueWidget], title: str = "a figure"
+) -> widgets.VBox:
+    """The static version of a slider panel: ``render(**values)`` drawn for every point of :func:`grid`.
+
+    Args:
+        render: returns the PNG images of the panel's figure for the given control values.
+        controls: the live panel's controls (name -> widget); their descriptions and defaults are kept.
+        title: what the figure shows (``describe_figure``): the page gives it to the frames as their alt text.
+
+    Returns:
+        A ``VBox`` of the selectors, the nested stacks of frames, and a note on the values offered.
+    """
+    names = list(controls)
+    first = _frame(render())
+    budget = max(2, min(MAX_FRAMES, MAX_BYTES // max(1, len(first))))
+    values = grid(controls, budget)
+    selectors = [_selector(controls[n], n, values[n]) for n in names]
+
+    def build(depth: int, chosen: tuple) -> widgets.Widget:
+        name = names[depth]
+        children = []
+        for i, (label, value) in enumerate(values[name]):
+            point = (*chosen, (i, label, value))
+            if depth + 1 < len(names):
+                children.append(build(depth + 1, point))
+                continue
+            png = _frame(render(**{n: v for n, (_, _, v) in zip(names, point, strict=True)}))
+            digest = hashlib.sha256(png).hexdigest()[:16]
+            where = "-".join(str(k) for k, _, _ in point)
+            children.append(
+                widgets.Image(
+                    value=png,
+                    format="webp",
+                    _dom_classes=["attn-frame", f"attn-frame-{where}", f"attn-sha-{digest}"],
+                )
+            )
+        stack = widgets.Stack(children=children, selected_index=selectors[depth].index)
+        widgets.jslink((selectors[depth], "index"), (stack, "selected_index"))
+        return stack
+
+    frames = build(0, ())
+    counts = [len(values[n]) for n in names]
+    offered = ", ".join(
+        f"{len(values[n])} values of {controls[n].description or n}"
+        for n in names
+        if not isinstance(controls[n], widgets.Dropdown | widgets.Checkbox)
+    )
+    note = widgets.HTML(
+        f"<p class='attn-frames-note'>On this page the figure moves over {math.prod(counts)} pictures drawn when the "
+        f"site was built{': ' + offered if offered else ''}. In JupyterLab (<code>make lab</code>) the controls "
+        f"take every value.</p><span class='attn-frames-alt' hidden>Figure: {html.escape(title)}, for the values set "
+        "on the controls above</span>"
+    )
+    rows = [widgets.HBox(selectors[i : i + 2]) for i in range(0, len(selectors), 2)]
+    panel = widgets.VBox([*rows, frames, note], _dom_classes=["attn-frames-panel"])
+    panel.frame_count = math.prod(counts)
+    return panel
