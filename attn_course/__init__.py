@@ -41,8 +41,9 @@ from .interpolation import curve_mean_var, plot_lagrange_basis, plot_noisy_fit, 
 from .kernels import KERNELS, boxcar, constant, epanechnikov, gaussian, lagrange_basis, nadaraya_watson
 from .layers import AdditiveAttention, DotProductAttention, NWKernelRegression
 from .masking import causal_mask, masked_softmax, sequence_mask
-from .multihead import MultiHeadAttention, merge_heads, plot_head_weights, split_heads
+from .multihead import MultiHeadAttention, merge_heads, multi_head_attention, split_heads
 from .plotting import plot_kernels, plot_nw_fit, plot_query_weights, plot_regression, show_heatmaps
+from .plotting_models import plot_head_weights
 from .positional import frequencies, plot_rotation, positional_encoding, rotation_matrix
 from .scaling import dot_product_variance, mean_entropy, plot_saturation, softmax_entropy
 from .scoring import additive_scores, attention_pooling, dot_product_scores, scaled_dot_product_attention
@@ -105,6 +106,7 @@ __all__ = [
     "masked_softmax",
     "mean_entropy",
     "merge_heads",
+    "multi_head_attention",
     "nadaraya_watson",
     "pattern_scores",
     "plot_kernels",

@@ -13,6 +13,7 @@ import time
 
 import torch
 
+from ._validate import require_float_dtype, require_int
 from .scoring import scaled_dot_product_attention
 
 __all__ = ["time_call", "attention_cost", "loglog_slope"]
@@ -20,10 +21,8 @@ __all__ = ["time_call", "attention_cost", "loglog_slope"]
 
 def time_call(fn, *args, repeats: int = 5, warmup: int = 1) -> float:
     """Median wall-clock seconds of ``fn(*args)`` over ``repeats`` runs, after ``warmup`` runs."""
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be an integer >= 1, got {repeats!r}")
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise ValueError(f"warmup must be an integer >= 0, got {warmup!r}")
+    require_int(repeats, "repeats")
+    require_int(warmup, "warmup", 0)
     for _ in range(warmup):
         fn(*args)
     times = []
@@ -50,10 +49,8 @@ def attention_cost(
         returns (measured on the tensor); ``input_bytes``: bytes of the queries, keys and values.
     """
     for name, value in (("num_queries", num_queries), ("num_keys", num_keys), ("d", d), ("batch", batch)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise TypeError(f"dtype must be a floating torch.dtype (e.g. torch.float32), got {dtype!r}")
+        require_int(value, name)
+    require_float_dtype(dtype)
     gen = torch.Generator().manual_seed(seed)
     queries = torch.randn(batch, num_queries, d, generator=gen, dtype=dtype)  # (B, Q, D)
     keys = torch.randn(batch, num_keys, d, generator=gen, dtype=dtype)  # (B, K, D)

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from ._validate import require_float, require_rank, require_same_dtype, shape_str
+from ._validate import require_float, require_rank, require_same_dtype
 from .data import noisy_samples, true_function
 from .kernels import lagrange_basis, nadaraya_watson
 from .plotting import TITLE_Y, _updatable
@@ -35,9 +35,7 @@ def curve_mean_var(x: torch.Tensor, f: torch.Tensor) -> tuple[float, float]:
     require_same_dtype(f, "f", x, "x")
     require_rank(x, "x", (1,), "(N,)")
     if f.shape != x.shape or x.shape[0] < 2:
-        raise ValueError(
-            f"x and f must both have shape (N,) with N >= 2, got {shape_str(x.shape)} and {shape_str(f.shape)}"
-        )
+        raise ValueError(f"x and f must both have shape (N,) with N >= 2, got {tuple(x.shape)} and {tuple(f.shape)}")
     if not (x[1:] > x[:-1]).all():
         raise ValueError("x must be strictly increasing")
     length = float(x[-1] - x[0])

@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from ._validate import require_int
+from ._validate import require_float_dtype, require_int, require_number
 
 __all__ = ["positional_encoding", "frequencies", "rotation_matrix", "plot_rotation"]
 
@@ -23,8 +23,7 @@ def frequencies(num_hiddens: int, base: float = 10000.0, dtype: torch.dtype = to
         (ceil(num_hiddens / 2),) one frequency per column pair, from 1 down towards ``1 / base``.
     """
     require_int(num_hiddens, "num_hiddens", 1)
-    if isinstance(base, bool) or not isinstance(base, (int, float)) or not base > 1:
-        raise ValueError(f"base must be a number > 1, got {base!r}")
+    require_number(base, "base", "> 1", lambda v: v > 1)
     j = torch.arange(0, num_hiddens, 2, dtype=dtype)  # 2j = 0, 2, 4, ...
     return base ** (-j / num_hiddens)
 
@@ -46,8 +45,7 @@ def positional_encoding(
         (T, D) tensor with entries in [-1, 1].
     """
     require_int(num_steps, "num_steps", 1)
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise TypeError(f"dtype must be a floating torch.dtype (e.g. torch.float32), got {dtype!r}")
+    require_float_dtype(dtype)
     omega = frequencies(num_hiddens, base)  # (ceil(D / 2),)
     angles = torch.arange(num_steps, dtype=torch.float64).unsqueeze(1) * omega  # (T, 1) * (D/2,) -> (T, D/2)
     encoding = torch.zeros(num_steps, num_hiddens, dtype=torch.float64)
@@ -62,12 +60,7 @@ def rotation_matrix(delta: float, omega: float, dtype: torch.dtype = torch.float
     ``[[cos(d w), sin(d w)], [-sin(d w), cos(d w)]] @ [sin(i w), cos(i w)] = [sin((i + d) w), cos((i + d) w)]``
     for every ``i``: it depends on the offset ``delta`` and the frequency only, not on the position.
     """
-    for name, value in (("delta", delta), ("omega", omega)):
-        if isinstance(value, torch.Tensor) and value.numel() == 1 and not value.dtype.is_complex:
-            value = float(value)  # a 0-d tensor, e.g. frequencies(16)[1]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise ValueError(f"{name} must be a finite number, got {value!r}")
-    angle = float(delta) * float(omega)
+    angle = require_number(delta, "delta") * require_number(omega, "omega")  # 0-d tensors too
     c, s = math.cos(angle), math.sin(angle)
     return torch.tensor([[c, s], [-s, c]], dtype=dtype)
 
@@ -76,10 +69,8 @@ def _check_rotation_args(delta, freq_index, num_steps: int, num_hiddens: int) ->
     require_int(num_hiddens, "num_hiddens", 2)
     require_int(num_steps, "num_steps", 2)
     pairs = num_hiddens // 2
-    if isinstance(freq_index, bool) or not isinstance(freq_index, int) or not 0 <= freq_index < pairs:
-        raise ValueError(f"freq_index must be an integer in [0, {pairs - 1}], got {freq_index!r}")
-    if isinstance(delta, bool) or not isinstance(delta, int) or not 0 <= delta < num_steps:
-        raise ValueError(f"delta must be an integer in [0, {num_steps - 1}], got {delta!r}")
+    require_int(freq_index, "freq_index", 0, pairs - 1)
+    require_int(delta, "delta", 0, num_steps - 1)
 
 
 def _draw_rotation(left, right, encoding: torch.Tensor, delta: int, freq_index: int) -> None:

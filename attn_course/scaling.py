@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from ._validate import require_float, require_int
+from ._validate import require_float, require_int, require_positive
 from .plotting import TITLE_Y, _updatable
 
 __all__ = ["dot_product_variance", "softmax_entropy", "mean_entropy", "plot_saturation"]
@@ -48,9 +48,7 @@ def softmax_entropy(weights: torch.Tensor) -> torch.Tensor:
 
 
 def _check_temperature(temperature) -> float:
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature > 0:
-        raise ValueError(f"temperature must be a number > 0, got {temperature!r}")
-    return float(temperature)
+    return require_positive(temperature, "temperature")
 
 
 def mean_entropy(

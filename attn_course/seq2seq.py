@@ -18,29 +18,12 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from ._validate import require_int
+from ._validate import require_int, require_source, require_target
 from .layers import AdditiveAttention
 from .masking import masked_softmax
-from .tasks import BOS, EOS, PAD, VOCAB_SIZE, check_tokens
+from .tasks import BOS, EOS, PAD, VOCAB_SIZE
 
-__all__ = ["check_source", "check_target", "Seq2SeqEncoder", "RNNDecoder", "AttentionDecoder", "RNNSeq2Seq"]
-
-
-def check_target(tgt_in: torch.Tensor, src: torch.Tensor) -> None:
-    """Raise unless ``tgt_in`` is (B, T) token ids with the same batch size B as ``src``."""
-    check_tokens(tgt_in, "tgt_in")
-    if tgt_in.shape[0] != src.shape[0]:
-        raise ValueError(f"tgt_in must have one row per source: shape ({src.shape[0]}, T), got {tuple(tgt_in.shape)}")
-
-
-def check_source(src: torch.Tensor, src_len: torch.Tensor) -> None:
-    """Raise unless ``src`` is (B, S) token ids and ``src_len`` (B,) lengths in ``[1, S]``."""
-    check_tokens(src, "src")
-    if not isinstance(src_len, torch.Tensor) or src_len.dtype != torch.long or tuple(src_len.shape) != src.shape[:1]:
-        got = f"{src_len.dtype} {tuple(src_len.shape)}" if isinstance(src_len, torch.Tensor) else type(src_len).__name__
-        raise ValueError(f"src_len must be an int64 tensor of shape ({src.shape[0]},), got {got}")
-    if src_len.numel() and (src_len.min() < 1 or src_len.max() > src.shape[1]):
-        raise ValueError(f"src_len must lie in [1, S = {src.shape[1]}], got {src_len.tolist()}")
+__all__ = ["Seq2SeqEncoder", "RNNDecoder", "AttentionDecoder", "RNNSeq2Seq"]
 
 
 class Seq2SeqEncoder(nn.Module):
@@ -140,8 +123,8 @@ class RNNSeq2Seq(nn.Module):
         self.decoder = decoder(embed_size, num_hiddens)
 
     def forward(self, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
-        check_source(src, src_len)
-        check_target(tgt_in, src)
+        require_source(src, src_len, VOCAB_SIZE)
+        require_target(tgt_in, src, VOCAB_SIZE)
         state = self.decoder.init_state(*self.encoder(src, src_len), src_len)
         logits = []
         for t in range(tgt_in.shape[1]):
@@ -158,7 +141,7 @@ class RNNSeq2Seq(nn.Module):
         Returns the tokens (B, max_len), ``PAD`` after each sequence's ``EOS``, and the attention weights
         (B, max_len, S) of every step (None without attention).
         """
-        check_source(src, src_len)
+        require_source(src, src_len, VOCAB_SIZE)
         require_int(max_len, "max_len")
         state = self.decoder.init_state(*self.encoder(src, src_len), src_len)
         prev = torch.full((src.shape[0],), BOS, dtype=torch.long)

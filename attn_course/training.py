@@ -241,8 +241,7 @@ def plot_decoding_step(
             f"need S = {num_src} source labels and T = {num_steps} output labels, "
             f"got {len(src_labels)} and {len(out_labels)}"
         )
-    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < num_steps:
-        raise ValueError(f"step must be an integer in [0, {num_steps - 1}], got {step!r}")
+    require_int(step, "step", 0, num_steps - 1)
     w = weights.detach().cpu().double()
     fig, (ax_bar, ax_map) = plt.subplots(1, 2, figsize=figsize, layout="constrained", width_ratios=(1.2, 1))
     colours = ["tab:red" if j == int(w[step].argmax()) else "tab:gray" for j in range(num_src)]

@@ -17,12 +17,11 @@ import torch
 from matplotlib.figure import Figure
 from torch import nn
 
-from ._validate import require_int
+from ._validate import require_int, require_source, require_target
 from .masking import causal_mask
 from .multihead import MultiHeadAttention
 from .plotting import show_heatmaps
 from .positional import positional_encoding
-from .seq2seq import check_source, check_target
 from .tasks import BOS, EOS, PAD, VOCAB_SIZE, Batch, labels, to_text
 
 __all__ = [
@@ -162,8 +161,8 @@ class TransformerSeq2Seq(nn.Module):
         return self.dense(y)  # (B, T, D) -> (B, T, N)
 
     def forward(self, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
-        check_source(src, src_len)
-        check_target(tgt_in, src)
+        require_source(src, src_len, VOCAB_SIZE)
+        require_target(tgt_in, src, VOCAB_SIZE)
         return self.decode(tgt_in, self.encode(src, src_len), src_len)
 
     def attention_weights(self) -> dict[str, torch.Tensor]:
@@ -189,7 +188,7 @@ class TransformerSeq2Seq(nn.Module):
         :meth:`attention_weights` for the final prefix (causal masking makes every row the same as when
         that step was decoded).
         """
-        check_source(src, src_len)
+        require_source(src, src_len, VOCAB_SIZE)
         require_int(max_len, "max_len")
         memory = self.encode(src, src_len)
         tgt = torch.full((src.shape[0], 1), BOS, dtype=torch.long)  # (B, 1)
@@ -225,8 +224,7 @@ def plot_transformer_attention(
         raise ValueError(
             f"weights must be the dict of attention weights from TransformerSeq2Seq.greedy, got {weights!r}"
         )
-    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(batch):
-        raise ValueError(f"index must be an integer in [0, {len(batch) - 1}], got {index!r}")
+    require_int(index, "index", 0, len(batch) - 1)
     src_len = int(batch.src_len[index])
     out = tokens[index].tolist()
     out_len = out.index(EOS) + 1 if EOS in out else len(out)

@@ -31,6 +31,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image
 
+from ._validate import require_int
+
 __all__ = ["slider_panel", "figure_png"]
 
 # ipykernel handles widget messages without waiting for the running cell, on other threads, so a redraw
@@ -172,8 +174,7 @@ def slider_panel(
     clash = sorted(set(fixed) & set(controls))
     if clash:
         raise ValueError(f"fixed and controls must not name the same argument, both name {clash}")
-    if isinstance(columns, bool) or not isinstance(columns, int) or columns < 1:
-        raise ValueError(f"columns must be a positive integer, got {columns!r}")
+    require_int(columns, "columns")
     for control in controls.values():  # show whole labels ("bandwidth h"), not ipywidgets' truncated default
         if hasattr(control, "style") and hasattr(control.style, "description_width"):
             control.style.description_width = "initial"

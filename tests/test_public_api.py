@@ -3,6 +3,7 @@
 import dataclasses
 import importlib
 import inspect
+import pkgutil
 import re
 import subprocess
 import sys
@@ -13,27 +14,8 @@ import pytest
 
 import attn_course
 
-SUBMODULES = [
-    "kernels",
-    "interpolation",
-    "masking",
-    "scoring",
-    "scaling",
-    "cost",
-    "selfattention",
-    "gallery",
-    "layers",
-    "multihead",
-    "positional",
-    "plotting",
-    "widgets",
-    "tasks",
-    "seq2seq",
-    "transformer",
-    "training",
-    "data",
-    "checks",
-]
+# Every public module of the package, found rather than listed, so that a new module is checked too.
+SUBMODULES = sorted(m.name for m in pkgutil.iter_modules(attn_course.__path__) if not m.name.startswith("_"))
 ROOT = Path(__file__).resolve().parents[1]
 
 

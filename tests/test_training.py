@@ -152,12 +152,12 @@ def test_gradients_are_clipped_to_norm_clip(monkeypatch, data):
             r"data must be the Splits of a task \(e\.g\. tasks\.reversal_task\(\)\), got str",
         ),
         ({"epochs": 0}, ValueError, r"epochs must be an integer >= 1, got 0"),
-        ({"epochs": 2.0}, ValueError, r"epochs must be an integer >= 1, got 2\.0"),
+        ({"epochs": 2.0}, TypeError, r"epochs must be an integer >= 1, got 2\.0"),
         ({"batch_size": 0}, ValueError, r"batch_size must be an integer >= 1, got 0"),
         ({"lr": 0}, ValueError, r"lr must be a finite number > 0, got 0\.0"),
         ({"lr": -0.1}, ValueError, r"lr must be a finite number > 0, got -0\.1"),
         ({"lr": float("nan")}, ValueError, r"lr must be a finite number > 0, got nan"),
-        ({"lr": "0.1"}, TypeError, r"lr must be a positive number, got str '0\.1'"),
+        ({"lr": "0.1"}, TypeError, r"lr must be a finite number > 0, got '0\.1' \(str\)"),
         ({"clip": 0.0}, ValueError, r"clip must be a finite number > 0, got 0\.0"),
         ({"clip": float("inf")}, ValueError, r"clip must be a finite number > 0, got inf"),
         ({"seed": -1}, ValueError, r"seed must be an integer >= 0, got -1"),
@@ -462,7 +462,7 @@ def test_plot_decoding_step_does_not_modify_the_weights(call_unmodified):
     ],
     ids=["step-too-large", "step-negative", "step-float", "step-bool", "src-labels", "out-labels", "3-D", "list"],
 )
-def test_plot_decoding_step_error_messages(step, weights, src_labels, out_labels, match):
-    with pytest.raises(ValueError, match=match):
+def test_plot_decoding_step_error_messages(step, weights, src_labels, out_labels, match, int_error):
+    with pytest.raises(int_error(step), match=match):
         plot_decoding_step(step, weights, src_labels, out_labels)
     assert plt.get_fignums() == []
