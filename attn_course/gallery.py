@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 
 from ._validate import require_choice, require_int
 from .masking import causal_mask, masked_softmax
-from .plotting import TITLE_Y, _thin_ticks, _updatable, _update_matrix, show_heatmaps
+from .plotting import _thin_ticks, _updatable, _update_matrix, show_heatmaps
 
 __all__ = ["PATTERNS", "pattern_scores", "plot_pattern_gallery", "plot_masking_demo"]
 
@@ -112,7 +112,7 @@ def plot_masking_demo(
             _update_matrix(ax, matrix.astype(float), 0.0, 1.0)
             _thin_ticks(ax, "x", labels, len(labels))
             _thin_ticks(ax, "y", labels, len(labels))
-            ax.set_title(title, fontsize=10, y=TITLE_Y)
+            ax.set_title(title, fontsize=10)
         fig.suptitle(suptitle)
         return True
 

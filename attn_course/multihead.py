@@ -50,8 +50,9 @@ def merge_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     require_int(num_heads, "num_heads")
     if x.shape[0] % num_heads:
         raise ValueError(f"x.shape[0] = {x.shape[0]} must be divisible by num_heads = {num_heads}")
-    x = x.reshape(-1, num_heads, x.shape[1], x.shape[2])  # (B, H, T, dh)
-    return x.permute(0, 2, 1, 3).reshape(x.shape[0], x.shape[2], -1)  # (B, T, H * dh)
+    batch, steps, size = x.shape[0] // num_heads, x.shape[1], x.shape[2]
+    x = x.reshape(batch, num_heads, steps, size)  # (B, H, T, dh)
+    return x.permute(0, 2, 1, 3).reshape(batch, steps, num_heads * size)  # (B, T, H * dh)
 
 
 def _check_heads_input(queries, keys, values, num_heads, valid_lens, mask, projections) -> None:
@@ -61,6 +62,12 @@ def _check_heads_input(queries, keys, values, num_heads, valid_lens, mask, proje
     for name, fn in projections:
         if not callable(fn):
             raise TypeError(f"{name} must be a projection such as nn.Linear, got {type(fn).__name__}")
+        weight = getattr(fn, "weight", None)  # an nn.Linear: its parameters must match the inputs' dtype
+        if isinstance(weight, torch.Tensor) and weight.dtype != queries.dtype:
+            raise TypeError(
+                f"{name} has dtype {weight.dtype} but queries have dtype {queries.dtype}; "
+                f"convert the inputs, or the projection with .to({queries.dtype})"
+            )
     batch, num_q, num_k = queries.shape[0], queries.shape[1], keys.shape[1]
     if valid_lens is not None:
         require_valid_lens(valid_lens, num_k, (batch, num_q))

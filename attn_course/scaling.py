@@ -16,7 +16,7 @@ import torch
 from matplotlib.figure import Figure
 
 from ._validate import require_float, require_int, require_positive
-from .plotting import TITLE_Y, _updatable
+from .plotting import _updatable
 
 __all__ = ["dot_product_variance", "softmax_entropy", "mean_entropy", "plot_saturation"]
 
@@ -108,7 +108,7 @@ def plot_saturation(
     left.set_ylim(0, 1.05)
     left.set_xlabel("key")
     left.set_ylabel("attention weight")
-    left.set_title(_saturation_title(d, temperature, num_keys), fontsize=10, y=TITLE_Y)
+    left.set_title(_saturation_title(d, temperature, num_keys), fontsize=10)
     left.legend(fontsize=7, loc="upper left")
     curves = _entropy_curves(d, temperature, num_keys, seed)
     for (sizes, entropies, here), colour, name in zip(curves, ("C3", "C0"), ("q.k", "q.k / sqrt(D)"), strict=True):
@@ -121,7 +121,7 @@ def plot_saturation(
     right.set_ylim(0, math.log(num_keys) * 1.1)
     right.set_xlabel("D (log scale)")
     right.set_ylabel("mean entropy of the weights (nats)")
-    right.set_title("Unscaled scores saturate the softmax as D grows", fontsize=10, y=TITLE_Y)
+    right.set_title("Unscaled scores saturate the softmax as D grows", fontsize=10)
     right.legend(fontsize=7, loc="lower left")
     fig = left.figure
     if not new_figure:
@@ -139,7 +139,7 @@ def plot_saturation(
                 rect.set_height(height)
             container.set_label(label)
             text.set_text(label)
-        left.set_title(_saturation_title(d, temperature, num_keys), fontsize=10, y=TITLE_Y)
+        left.set_title(_saturation_title(d, temperature, num_keys), fontsize=10)
         curves = right.lines[:4]  # unscaled curve and its marker, scaled curve and its marker
         for (_, entropies, here), curve, marker in zip(
             _entropy_curves(d, temperature, num_keys, seed), curves[::2], curves[1::2], strict=True

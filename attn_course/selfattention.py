@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 
 from ._validate import require_float, require_int, require_rank, require_same_dtype
 from .data import three_token_example
-from .plotting import TITLE_Y, _draw_matrix, _updatable, _update_matrix
+from .plotting import _draw_matrix, _updatable, _update_matrix
 
 __all__ = [
     "SelfAttentionSteps",
@@ -112,7 +112,7 @@ def show_matrix(
     ax.set_xticks(np.arange(data.shape[1]) + 0.5 if col_labels is not None else [], col_labels)
     ax.set_yticks(np.arange(data.shape[0]) + 0.5 if row_labels is not None else [], row_labels)
     ax.tick_params(length=0, labelsize=8)
-    ax.set_title(title, fontsize=9, y=TITLE_Y)
+    ax.set_title(title, fontsize=9)
     return ax.figure
 
 
@@ -186,7 +186,7 @@ def _redraw_steps(fig: Figure, axes, inputs, w_query, w_key, w_value, scale: boo
     for ax, (matrix, title, _, fmt) in zip(axes, _step_panels(inputs, steps, scale, token, names), strict=True):
         data = matrix.detach().cpu().numpy()
         _update_matrix(ax, data, *_colour_range(data), fmt)
-        ax.set_title(title, fontsize=9, y=TITLE_Y)
+        ax.set_title(title, fontsize=9)
     fig.suptitle(("Scaled" if scale else "Unscaled") + " self-attention, step by step", fontsize=11)
 
 

@@ -9,7 +9,7 @@ Both models read the source with the same GRU encoder. They differ in what the d
   pools them (padded source positions masked out with the source's valid lengths).
 
 Shapes: ``B`` batch, ``S`` source length, ``T`` target length, ``E`` embedding size, ``U`` hidden units,
-``N`` vocabulary size. Tokens are int64 ids from :mod:`attn_course.tasks`.
+``C`` vocabulary size (token classes). Tokens are int64 ids from :mod:`attn_course.tasks`.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class RNNDecoder(nn.Module):
         return enc_last, enc_last  # (hidden state, fixed context), both (B, U)
 
     def step(self, prev: torch.Tensor, state):
-        """One step: previous tokens (B,) -> logits (B, N), new state, no attention weights."""
+        """One step: previous tokens (B,) -> logits (B, C), new state, no attention weights."""
         hidden, context = state
         x = torch.cat([self.embedding(prev), context], dim=-1)  # (B, E) ++ (B, U) -> (B, E + U)
         hidden = self.cell(x, hidden)  # (B, U)
@@ -93,7 +93,7 @@ class AttentionDecoder(nn.Module):
         return enc_last, enc_outputs, keys, src_len
 
     def step(self, prev: torch.Tensor, state):
-        """One step: previous tokens (B,) -> logits (B, N), new state, attention weights (B, S)."""
+        """One step: previous tokens (B,) -> logits (B, C), new state, attention weights (B, S)."""
         hidden, enc_outputs, keys, src_len = state
         att = self.attention
         features = torch.tanh(att.W_q(hidden).unsqueeze(1) + keys)  # (B, 1, U) + (B, S, U) -> (B, S, U)
@@ -102,12 +102,12 @@ class AttentionDecoder(nn.Module):
         context = torch.bmm(weights, enc_outputs)[:, 0]  # (B, 1, S) @ (B, S, U) -> (B, 1, U) -> (B, U)
         x = torch.cat([self.embedding(prev), context], dim=-1)  # (B, E) ++ (B, U) -> (B, E + U)
         hidden = self.cell(x, hidden)  # (B, U)
-        logits = self.dense(torch.cat([hidden, context], dim=-1))  # (B, 2U) -> (B, N)
+        logits = self.dense(torch.cat([hidden, context], dim=-1))  # (B, 2U) -> (B, C)
         return logits, (hidden, enc_outputs, keys, src_len), weights[:, 0]
 
 
 class RNNSeq2Seq(nn.Module):
-    """Encoder-decoder: ``model(src, src_len, tgt_in)`` gives logits (B, T, N) under teacher forcing.
+    """Encoder-decoder: ``model(src, src_len, tgt_in)`` gives logits (B, T, C) under teacher forcing.
 
     Args:
         attention: True for the Bahdanau decoder, False for the fixed-context decoder.
@@ -130,7 +130,7 @@ class RNNSeq2Seq(nn.Module):
         for t in range(tgt_in.shape[1]):
             step_logits, state, _ = self.decoder.step(tgt_in[:, t], state)
             logits.append(step_logits)
-        return torch.stack(logits, dim=1)  # T x (B, N) -> (B, T, N)
+        return torch.stack(logits, dim=1)  # T x (B, C) -> (B, T, C)
 
     @torch.no_grad()
     def greedy(
@@ -144,8 +144,8 @@ class RNNSeq2Seq(nn.Module):
         require_source(src, src_len, VOCAB_SIZE)
         require_int(max_len, "max_len")
         state = self.decoder.init_state(*self.encoder(src, src_len), src_len)
-        prev = torch.full((src.shape[0],), BOS, dtype=torch.long)
-        done = torch.zeros(src.shape[0], dtype=torch.bool)
+        prev = torch.full((src.shape[0],), BOS, dtype=torch.long, device=src.device)
+        done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
         tokens, weights = [], []
         for _ in range(max_len):
             logits, state, w = self.decoder.step(prev, state)

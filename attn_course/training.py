@@ -1,6 +1,6 @@
 """Training and scoring the sequence-to-sequence models of notebooks 07 and 08.
 
-Every model here is called as ``model(src, src_len, tgt_in) -> logits (B, T, N)`` (teacher forcing) and
+Every model here is called as ``model(src, src_len, tgt_in) -> logits (B, T, C)`` (teacher forcing) and
 has ``model.greedy(src, src_len, max_len) -> (tokens (B, max_len), weights)``. Shapes as in
 :mod:`attn_course.tasks`.
 """
@@ -83,8 +83,8 @@ def train_seq2seq(
         total, count = 0.0, 0
         for index in torch.randperm(len(data.train), generator=gen).split(batch_size):
             batch = _trim(data.train.select(index))
-            logits = model(batch.src, batch.src_len, batch.tgt_in)  # (B, T, N)
-            loss = loss_fn(logits.flatten(0, 1), batch.tgt_out.flatten())  # (B * T, N) vs (B * T,)
+            logits = model(batch.src, batch.src_len, batch.tgt_in)  # (B, T, C)
+            loss = loss_fn(logits.flatten(0, 1), batch.tgt_out.flatten())  # (B * T, C) vs (B * T,)
             optimizer.zero_grad()
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), clip)

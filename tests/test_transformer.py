@@ -546,7 +546,7 @@ def test_plot_transformer_attention_one_panel_per_layer_and_head(
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"kind": "self"}, r"kind must be one of \['cross', 'decoder', 'encoder'\], got 'self'"),
+        ({"kind": "self"}, r"kind must be one of \['encoder', 'decoder', 'cross'\], got 'self'"),
         ({"index": 3}, r"index must be an integer in \[0, 2\], got 3"),
         ({"index": True}, r"index must be an integer in \[0, 2\], got True"),
         ({"index": -1}, r"index must be an integer in \[0, 2\], got -1"),
@@ -562,7 +562,7 @@ def test_plot_transformer_attention_error_messages(kwargs, match, int_error):
 
 def test_plot_transformer_attention_rejects_other_weights():
     batch, tokens, weights = _decoded()
-    with pytest.raises(ValueError, match=r"weights must be the dict of attention weights from TransformerSeq2Seq"):
+    with pytest.raises(TypeError, match=r"weights must be the dict of attention weights from TransformerSeq2Seq"):
         plot_transformer_attention(weights["cross"], batch, tokens)
     with pytest.raises(ValueError, match=r"weights must be the dict"):
         plot_transformer_attention({"encoder": weights["encoder"]}, batch, tokens, kind="cross")
