@@ -40,8 +40,8 @@ dtype it is given and never modifies its inputs in place.
 """
 
 from . import checks, data, tasks
-from .cost import attention_cost, loglog_slope, time_call
-from .gallery import PATTERNS, pattern_scores, plot_masking_demo, plot_pattern_gallery
+from .cost import attention_cost, loglog_slope
+from .gallery import pattern_scores, plot_masking_demo, plot_pattern_gallery
 from .interpolation import curve_mean_var, plot_lagrange_basis, plot_noisy_fit, plot_weight_comparison
 from .kernels import KERNELS, boxcar, constant, epanechnikov, gaussian, lagrange_basis, nadaraya_watson
 from .layers import AdditiveAttention, DotProductAttention, NWKernelRegression
@@ -51,7 +51,7 @@ from .plotting import show_heatmaps
 from .plotting_models import plot_head_weights, plot_rotation, plot_transformer_attention
 from .plotting_pooling import plot_kernels, plot_nw_fit, plot_query_weights, plot_regression
 from .positional import frequencies, positional_encoding, rotation_matrix
-from .scaling import dot_product_variance, mean_entropy, plot_saturation, softmax_entropy
+from .scaling import dot_product_variance, mean_entropy, plot_saturation
 from .scoring import additive_scores, attention_pooling, dot_product_scores, scaled_dot_product_attention
 from .selfattention import (
     SelfAttentionSteps,
@@ -64,12 +64,10 @@ from .seq2seq import AttentionDecoder, RNNDecoder, RNNSeq2Seq, Seq2SeqEncoder
 from .training import (
     History,
     accuracy_by_length,
-    alignment_panels,
     plot_accuracy_by_length,
     plot_alignments,
     plot_decoding_step,
     plot_history,
-    predict,
     sequence_accuracy,
     train_seq2seq,
 )
@@ -86,7 +84,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "KERNELS",
-    "PATTERNS",
     "SelfAttentionSteps",
     "AdditiveAttention",
     "DotProductAttention",
@@ -136,21 +133,17 @@ __all__ = [
     "show_heatmaps",
     "show_matrix",
     "slider_panel",
-    "softmax_entropy",
     "split_heads",
-    "time_call",
     "AttentionDecoder",
     "RNNDecoder",
     "RNNSeq2Seq",
     "Seq2SeqEncoder",
     "History",
     "accuracy_by_length",
-    "alignment_panels",
     "plot_accuracy_by_length",
     "plot_alignments",
     "plot_decoding_step",
     "plot_history",
-    "predict",
     "sequence_accuracy",
     "train_seq2seq",
     "AddNorm",

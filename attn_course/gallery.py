@@ -13,7 +13,7 @@ from ._validate import require_choice, require_int
 from .masking import causal_mask, masked_softmax
 from .plotting import _thin_ticks, _updatable, _update_matrix, show_heatmaps
 
-__all__ = ["PATTERNS", "pattern_scores", "plot_pattern_gallery", "plot_masking_demo"]
+__all__ = ["pattern_scores", "plot_pattern_gallery", "plot_masking_demo"]
 
 PATTERNS = ("diagonal", "previous token", "uniform", "first token")
 

@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from ._validate import require_float, require_int, require_positive
 from .plotting import _updatable
 
-__all__ = ["dot_product_variance", "softmax_entropy", "mean_entropy", "plot_saturation"]
+__all__ = ["dot_product_variance", "mean_entropy", "plot_saturation"]
 
 
 def dot_product_variance(d: int, num_samples: int = 10_000, seed: int = 0) -> float:
@@ -31,7 +31,7 @@ def dot_product_variance(d: int, num_samples: int = 10_000, seed: int = 0) -> fl
     return float((q * k).sum(-1).var())
 
 
-def softmax_entropy(weights: torch.Tensor) -> torch.Tensor:
+def _softmax_entropy(weights: torch.Tensor) -> torch.Tensor:
     """Entropy ``-sum_k w_k log w_k`` (in nats) of each row of weights over the last axis.
 
     0 for a one-hot row, ``log K`` for a uniform row over K keys. Zero weights contribute 0.
@@ -70,7 +70,7 @@ def _mean_entropy(d: int, num_keys: int, temperature: float, scaled: bool, num_q
     scores = _raw_scores(d, num_keys, num_queries, seed) / temperature  # (Q, K)
     if scaled:
         scores = scores / math.sqrt(d)
-    return float(softmax_entropy(torch.softmax(scores, dim=-1)).mean())
+    return float(_softmax_entropy(torch.softmax(scores, dim=-1)).mean())
 
 
 @lru_cache(maxsize=128)
@@ -166,7 +166,7 @@ def _one_query_weights(d: int, temperature: float, num_keys: int, seed: int) -> 
     bars = []
     for scores, name in ((raw, "q.k"), (raw / math.sqrt(d), "q.k / sqrt(D)")):
         w = torch.softmax(scores, dim=0)
-        label = f"softmax({name}): max {float(w.max()):.2f}, entropy {float(softmax_entropy(w)):.2f}"
+        label = f"softmax({name}): max {float(w.max()):.2f}, entropy {float(_softmax_entropy(w)):.2f}"
         bars.append((w.numpy(), label))
     return bars
 

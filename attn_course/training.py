@@ -24,12 +24,10 @@ from .tasks import EOS, PAD, Batch, Splits, labels, to_text
 __all__ = [
     "History",
     "train_seq2seq",
-    "predict",
     "sequence_accuracy",
     "accuracy_by_length",
     "plot_history",
     "plot_accuracy_by_length",
-    "alignment_panels",
     "plot_decoding_step",
 ]
 
@@ -105,14 +103,6 @@ def _trim(batch: Batch) -> Batch:
     return Batch(batch.src[:, :width], batch.src_len, batch.tgt_in[:, :width], batch.tgt_out[:, :width])
 
 
-def predict(model: nn.Module, batch: Batch) -> list[str]:
-    """Greedy predictions as digit strings (room for one token more than the longest target)."""
-    _check_model(model)
-    model.eval()
-    tokens, _ = model.greedy(batch.src, batch.src_len, max_len=batch.tgt_out.shape[1] + 1)
-    return [to_text(row) for row in tokens]
-
-
 def _until_eos(row: torch.Tensor) -> tuple[int, ...]:
     """The token ids of a row up to and with its first ``EOS`` (the whole row when it has none)."""
     ids = row.tolist()
@@ -172,7 +162,7 @@ def plot_accuracy_by_length(results: dict[str, dict[int, float]], ax=None, figsi
     return fig
 
 
-def alignment_panels(weights: torch.Tensor, batch: Batch, tokens: torch.Tensor, indices) -> dict:
+def _alignment_panels(weights: torch.Tensor, batch: Batch, tokens: torch.Tensor, indices) -> dict:
     """Cut the attention of examples ``indices`` to their real size and label it, for ``show_heatmaps``.
 
     Args:
@@ -204,9 +194,9 @@ def plot_alignments(
 ) -> Figure:
     """Heatmaps of the attention of a few decoded examples, each at its own size, with one colour bar.
 
-    Arguments as in :func:`alignment_panels`. Rows are output tokens, columns are source tokens.
+    Arguments as in :func:`_alignment_panels`. Rows are output tokens, columns are source tokens.
     """
-    panels = alignment_panels(weights, batch, tokens, indices)
+    panels = _alignment_panels(weights, batch, tokens, indices)
     widths = [m.shape[1] for m in panels["matrices"]]
     if not widths:
         raise ValueError("indices must pick at least one example")

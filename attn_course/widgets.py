@@ -33,7 +33,7 @@ from PIL import Image
 
 from ._validate import require_int
 
-__all__ = ["slider_panel", "figure_png"]
+__all__ = ["slider_panel"]
 
 # ipykernel handles widget messages without waiting for the running cell, on other threads, so a redraw
 # can run while a cell (or another panel) draws. One redraw at a time, and each touches only its own figures.
@@ -91,7 +91,7 @@ def _layout_key(fig: Figure) -> tuple:
     return tuple(key)
 
 
-def figure_png(fig: Figure, layouts: OrderedDict | None = None) -> bytes:
+def _figure_png(fig: Figure, layouts: OrderedDict | None = None) -> bytes:
     """Draw ``fig`` once and return it as PNG bytes.
 
     Args:
@@ -213,7 +213,7 @@ def slider_panel(
             if fig._attn_course_update[1](**fixed, **values):  # same figure, new data: no new axes or ticks
                 kept.remove(fig)
                 kept.insert(0, fig)
-                return [figure_png(fig, layouts)]
+                return [_figure_png(fig, layouts)]
         before = set(plt.get_fignums())
         result = plot_fn(**fixed, **values)
         # Only this call's figures: the one plot_fn returns, else those it opened. Never pyplot's whole list,
@@ -223,7 +223,7 @@ def slider_panel(
         else:
             figures = [plt.figure(num) for num in plt.get_fignums() if num not in before]
         try:
-            return [figure_png(fig, layouts) for fig in figures]
+            return [_figure_png(fig, layouts) for fig in figures]
         finally:
             for fig in figures:
                 plt.close(fig)  # out of pyplot's hands; a figure kept below can still be drawn

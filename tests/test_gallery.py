@@ -12,7 +12,8 @@ from matplotlib.collections import QuadMesh
 from matplotlib.figure import Figure
 from torch.testing import assert_close
 
-from attn_course import PATTERNS, pattern_scores, plot_masking_demo, plot_pattern_gallery
+from attn_course import pattern_scores, plot_masking_demo, plot_pattern_gallery
+from attn_course.gallery import PATTERNS
 
 
 def _panels(fig):

@@ -22,7 +22,7 @@ from attn_course import (
     slider_panel,
 )
 from attn_course.data import lagrange_points, toy_regression
-from attn_course.widgets import figure_png
+from attn_course.widgets import _figure_png as figure_png
 
 
 class RecordingPlot:
