@@ -72,7 +72,7 @@ def train_seq2seq(
     gen = torch.Generator().manual_seed(require_int(seed, "seed", 0))
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     steps = epochs * math.ceil(len(data.train) / batch_size)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 0.5 * (1 + math.cos(math.pi * step / steps)))
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=steps)  # lr * (1 + cos(pi t / steps)) / 2
     loss_fn = nn.CrossEntropyLoss(ignore_index=PAD)
     history = History()
     start = time.perf_counter()
