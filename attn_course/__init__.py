@@ -13,7 +13,9 @@ Every notebook imports it; each module covers one idea, in course order:
 * ``layers``    ``nn.Module`` wrappers that keep their last ``attention_weights``
 * ``multihead`` multi-head attention and the reshape trick (notebook 06)
 * ``positional`` sinusoidal positional encoding and its rotations (notebook 06)
-* ``plotting``  heatmaps and the figures of the notebooks
+* ``plotting``  heatmaps (``show_heatmaps``) and the pieces every figure shares
+* ``plotting_pooling``  the figures of attention pooling (notebook 01)
+* ``plotting_models``  the figures of multi-head attention, positional encoding and the Transformer (06, 08)
 * ``widgets``   slider panels around the plotting functions
 * ``tasks``     a sequence-to-sequence task made in code: reversing digits (notebooks 07-08)
 * ``seq2seq``   RNN encoder-decoders with and without Bahdanau attention (notebook 07)
@@ -26,25 +28,30 @@ Axis names, used in every docstring and shape comment:
 
     B  batch size              Q  number of queries      K  number of keys (= values)
     D  query and key size      V  value size             H  number of heads
-    Dq, Dk  query size and key size where they differ (additive attention)
-    U  hidden units of an MLP  X  evaluation points      N  interpolation nodes
-    S, T  source and target lengths, E embedding size, L layers (sequence-to-sequence, notebooks 07-08)
+    Dq, Dk, Dv  query, key and value sizes where they differ (additive and multi-head attention)
+    dh  the size of one head, D / H (written d_h in the notebooks)
+    T  sequence length where queries and keys are the same positions (self-attention, Q = K = T)
+    U  hidden units of an MLP (additive attention, the Transformer's feed-forward network, the RNNs)
+    X  evaluation points       N  interpolation nodes
+    S, T  source and target lengths, E embedding size, L layers, C vocabulary size (notebooks 07-08)
 
 Masks are boolean, ``True`` where a query may attend. Every function keeps the floating
 dtype it is given and never modifies its inputs in place.
 """
 
 from . import checks, data, tasks
-from .cost import attention_cost, loglog_slope, time_call
-from .gallery import PATTERNS, pattern_scores, plot_masking_demo, plot_pattern_gallery
+from .cost import attention_cost, loglog_slope
+from .gallery import pattern_scores, plot_masking_demo, plot_pattern_gallery
 from .interpolation import curve_mean_var, plot_lagrange_basis, plot_noisy_fit, plot_weight_comparison
 from .kernels import KERNELS, boxcar, constant, epanechnikov, gaussian, lagrange_basis, nadaraya_watson
 from .layers import AdditiveAttention, DotProductAttention, NWKernelRegression
 from .masking import causal_mask, masked_softmax, sequence_mask
-from .multihead import MultiHeadAttention, merge_heads, plot_head_weights, split_heads
-from .plotting import plot_kernels, plot_nw_fit, plot_query_weights, plot_regression, show_heatmaps
-from .positional import frequencies, plot_rotation, positional_encoding, rotation_matrix
-from .scaling import dot_product_variance, mean_entropy, plot_saturation, softmax_entropy
+from .multihead import MultiHeadAttention, merge_heads, multi_head_attention, split_heads
+from .plotting import show_heatmaps
+from .plotting_models import plot_head_weights, plot_rotation, plot_transformer_attention
+from .plotting_pooling import plot_kernels, plot_nw_fit, plot_query_weights, plot_regression
+from .positional import frequencies, positional_encoding, rotation_matrix
+from .scaling import dot_product_variance, mean_entropy, plot_saturation
 from .scoring import additive_scores, attention_pooling, dot_product_scores, scaled_dot_product_attention
 from .selfattention import (
     SelfAttentionSteps,
@@ -57,12 +64,10 @@ from .seq2seq import AttentionDecoder, RNNDecoder, RNNSeq2Seq, Seq2SeqEncoder
 from .training import (
     History,
     accuracy_by_length,
-    alignment_panels,
     plot_accuracy_by_length,
     plot_alignments,
     plot_decoding_step,
     plot_history,
-    predict,
     sequence_accuracy,
     train_seq2seq,
 )
@@ -72,7 +77,6 @@ from .transformer import (
     EncoderBlock,
     PositionWiseFFN,
     TransformerSeq2Seq,
-    plot_transformer_attention,
 )
 from .widgets import slider_panel
 
@@ -80,7 +84,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "KERNELS",
-    "PATTERNS",
     "SelfAttentionSteps",
     "AdditiveAttention",
     "DotProductAttention",
@@ -105,6 +108,7 @@ __all__ = [
     "masked_softmax",
     "mean_entropy",
     "merge_heads",
+    "multi_head_attention",
     "nadaraya_watson",
     "pattern_scores",
     "plot_kernels",
@@ -129,21 +133,17 @@ __all__ = [
     "show_heatmaps",
     "show_matrix",
     "slider_panel",
-    "softmax_entropy",
     "split_heads",
-    "time_call",
     "AttentionDecoder",
     "RNNDecoder",
     "RNNSeq2Seq",
     "Seq2SeqEncoder",
     "History",
     "accuracy_by_length",
-    "alignment_panels",
     "plot_accuracy_by_length",
     "plot_alignments",
     "plot_decoding_step",
     "plot_history",
-    "predict",
     "sequence_accuracy",
     "train_seq2seq",
     "AddNorm",

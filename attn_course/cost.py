@@ -7,23 +7,22 @@ about ``Q K D`` multiply-adds for the scores and as many for pooling values of s
 
 from __future__ import annotations
 
-import math
 import statistics
 import time
 
+import numpy as np
 import torch
 
+from ._validate import require_float_dtype, require_int
 from .scoring import scaled_dot_product_attention
 
-__all__ = ["time_call", "attention_cost", "loglog_slope"]
+__all__ = ["attention_cost", "loglog_slope"]
 
 
-def time_call(fn, *args, repeats: int = 5, warmup: int = 1) -> float:
+def _time_call(fn, *args, repeats: int = 5, warmup: int = 1) -> float:
     """Median wall-clock seconds of ``fn(*args)`` over ``repeats`` runs, after ``warmup`` runs."""
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be an integer >= 1, got {repeats!r}")
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise ValueError(f"warmup must be an integer >= 0, got {warmup!r}")
+    require_int(repeats, "repeats")
+    require_int(warmup, "warmup", 0)
     for _ in range(warmup):
         fn(*args)
     times = []
@@ -50,30 +49,26 @@ def attention_cost(
         returns (measured on the tensor); ``input_bytes``: bytes of the queries, keys and values.
     """
     for name, value in (("num_queries", num_queries), ("num_keys", num_keys), ("d", d), ("batch", batch)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise TypeError(f"dtype must be a floating torch.dtype (e.g. torch.float32), got {dtype!r}")
+        require_int(value, name)
+    require_float_dtype(dtype)
     gen = torch.Generator().manual_seed(seed)
     queries = torch.randn(batch, num_queries, d, generator=gen, dtype=dtype)  # (B, Q, D)
     keys = torch.randn(batch, num_keys, d, generator=gen, dtype=dtype)  # (B, K, D)
     values = torch.randn(batch, num_keys, d, generator=gen, dtype=dtype)  # (B, K, V) with V = D
     with torch.no_grad():
         _, weights = scaled_dot_product_attention(queries, keys, values)
-        seconds = time_call(scaled_dot_product_attention, queries, keys, values, repeats=repeats, warmup=2)
+        seconds = _time_call(scaled_dot_product_attention, queries, keys, values, repeats=repeats, warmup=2)
     inputs = sum(t.numel() * t.element_size() for t in (queries, keys, values))
     return {"seconds": seconds, "weight_bytes": weights.numel() * weights.element_size(), "input_bytes": inputs}
 
 
 def loglog_slope(sizes, costs) -> float:
-    """Least-squares slope of ``log cost`` against ``log size``: cost ~ size^slope."""
+    """Least-squares slope of ``log cost`` against ``log size`` (``numpy.polyfit``, degree 1): cost ~ size^slope."""
     if len(sizes) != len(costs) or len(sizes) < 2:
         raise ValueError(f"sizes and costs must have the same length >= 2, got {len(sizes)} and {len(costs)}")
     if min(sizes) <= 0 or min(costs) <= 0:
         raise ValueError("sizes and costs must be positive to take logarithms")
-    xs = [math.log(s) for s in sizes]
-    ys = [math.log(c) for c in costs]
-    mx, my = statistics.fmean(xs), statistics.fmean(ys)
-    if all(x == mx for x in xs):
+    if len(set(sizes)) == 1:
         raise ValueError(f"sizes must not all be equal (a slope needs two different sizes), got {list(sizes)}")
-    return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
+    slope, _ = np.polyfit(np.log(np.asarray(sizes, dtype=float)), np.log(np.asarray(costs, dtype=float)), 1)
+    return float(slope)

@@ -13,6 +13,8 @@ from typing import NamedTuple
 
 import torch
 
+from ._validate import require_float_dtype, require_int, require_number
+
 __all__ = [
     "true_function",
     "RegressionData",
@@ -22,11 +24,6 @@ __all__ = [
     "ThreeTokenExample",
     "three_token_example",
 ]
-
-
-def _check_dtype(dtype) -> None:
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise TypeError(f"dtype must be a floating torch.dtype (e.g. torch.float32), got {dtype!r}")
 
 
 def true_function(x: torch.Tensor) -> torch.Tensor:
@@ -61,13 +58,11 @@ def toy_regression(
         seed: seed of a private ``torch.Generator``: the same arguments give the same data.
         dtype: floating dtype of every returned tensor.
     """
-    if isinstance(n_train, bool) or not isinstance(n_train, int) or n_train < 1:
-        raise ValueError(f"n_train must be a positive integer, got {n_train!r}")
-    if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not noise >= 0:
-        raise ValueError(f"noise must be a standard deviation >= 0, got {noise!r}")
+    require_int(n_train, "n_train")
+    require_number(noise, "noise", ">= 0 (a standard deviation)", lambda v: v >= 0)
     if not (x_max > 0 and 0 < step < x_max):
         raise ValueError(f"need x_max > 0 and 0 < step < x_max, got x_max={x_max!r}, step={step!r}")
-    _check_dtype(dtype)
+    require_float_dtype(dtype)
     gen = torch.Generator().manual_seed(seed)
     x_train, _ = torch.sort(torch.rand(n_train, generator=gen, dtype=torch.float64) * x_max)
     y_train = true_function(x_train) + noise * torch.randn(n_train, generator=gen, dtype=torch.float64)
@@ -87,13 +82,11 @@ def noisy_samples(
 
     Evenly spaced nodes are where polynomial interpolation oscillates most (Runge's phenomenon).
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
-        raise ValueError(f"n must be an integer >= 2, got {n!r}")
-    if isinstance(noise, bool) or not isinstance(noise, (int, float)) or not 0 <= noise < math.inf:
-        raise ValueError(f"noise must be a standard deviation >= 0, got {noise!r}")
+    require_int(n, "n", 2)
+    require_number(noise, "noise", ">= 0 (a standard deviation)", lambda v: v >= 0)
     if not 0 <= x_min < x_max < math.inf:
         raise ValueError(f"need 0 <= x_min < x_max, got x_min={x_min!r}, x_max={x_max!r}")
-    _check_dtype(dtype)
+    require_float_dtype(dtype)
     gen = torch.Generator().manual_seed(seed)
     x = torch.linspace(x_min, x_max, n, dtype=torch.float64)
     y = true_function(x) + noise * torch.randn(n, generator=gen, dtype=torch.float64)
@@ -102,7 +95,7 @@ def noisy_samples(
 
 def lagrange_points(dtype: torch.dtype = torch.float64) -> tuple[torch.Tensor, torch.Tensor]:
     """The ten points ``(x_i, y_i)`` of the Lagrange-interpolation seed; x is sorted."""
-    _check_dtype(dtype)
+    require_float_dtype(dtype)
     x = torch.tensor([1.1, 1.5, 2.0, 3.1, 4.2, 4.3, 4.6, 5.1, 7.1, 8.3], dtype=dtype)
     y = torch.tensor([2.4, 3.0, 1.1, 4.5, 3.6, 2.2, 1.0, 5.6, 3.7, 0.2], dtype=dtype)
     return x, y
@@ -119,7 +112,7 @@ class ThreeTokenExample(NamedTuple):
 
 def three_token_example(dtype: torch.dtype = torch.float32) -> ThreeTokenExample:
     """The worked self-attention example: ``Q = inputs @ w_query``, likewise K and V."""
-    _check_dtype(dtype)
+    require_float_dtype(dtype)
 
     def t(rows):
         return torch.tensor(rows, dtype=dtype)

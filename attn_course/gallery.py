@@ -9,10 +9,11 @@ from __future__ import annotations
 import torch
 from matplotlib.figure import Figure
 
+from ._validate import require_choice, require_int
 from .masking import causal_mask, masked_softmax
-from .plotting import TITLE_Y, _thin_ticks, _updatable, _update_matrix, show_heatmaps
+from .plotting import _thin_ticks, _updatable, _update_matrix, show_heatmaps
 
-__all__ = ["PATTERNS", "pattern_scores", "plot_pattern_gallery", "plot_masking_demo"]
+__all__ = ["pattern_scores", "plot_pattern_gallery", "plot_masking_demo"]
 
 PATTERNS = ("diagonal", "previous token", "uniform", "first token")
 
@@ -30,10 +31,8 @@ def pattern_scores(kind: str, n: int = 6, strength: float = 4.0) -> torch.Tensor
         n: number of tokens.
         strength: the score given to the favoured key (others get 0); larger means sharper.
     """
-    if kind not in PATTERNS:
-        raise ValueError(f"kind must be one of {list(PATTERNS)}, got {kind!r}")
-    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
-        raise ValueError(f"n must be an integer >= 2, got {n!r}")
+    require_choice(kind, "kind", PATTERNS)
+    require_int(n, "n", 2)
     scores = torch.zeros(n, n)
     rows = torch.arange(n)
     if kind == "diagonal":
@@ -67,8 +66,7 @@ def _masking_demo(valid_len_1: int, valid_len_2: int, causal: bool, seed: int):
     """What ``plot_masking_demo`` shows: weights (2, 6, 6), each sequence's tokens, the titles and the suptitle."""
     length = 6
     for name, value in (("valid_len_1", valid_len_1), ("valid_len_2", valid_len_2)):
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= length:
-            raise ValueError(f"{name} must be an integer in [0, {length}], got {value!r}")
+        require_int(value, name, 0, length)
     gen = torch.Generator().manual_seed(seed)
     scores = torch.randn(2, length, length, generator=gen)  # (B, Q, K) self-attention: Q = K = 6 positions
     mask = causal_mask(length) if causal else None
@@ -114,7 +112,7 @@ def plot_masking_demo(
             _update_matrix(ax, matrix.astype(float), 0.0, 1.0)
             _thin_ticks(ax, "x", labels, len(labels))
             _thin_ticks(ax, "y", labels, len(labels))
-            ax.set_title(title, fontsize=10, y=TITLE_Y)
+            ax.set_title(title, fontsize=10)
         fig.suptitle(suptitle)
         return True
 

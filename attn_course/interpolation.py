@@ -13,10 +13,10 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from ._validate import require_float, require_rank, require_same_dtype, shape_str
+from ._validate import require_float, require_rank, require_same_dtype
 from .data import noisy_samples, true_function
 from .kernels import lagrange_basis, nadaraya_watson
-from .plotting import TITLE_Y, _updatable
+from .plotting import _updatable
 
 __all__ = ["curve_mean_var", "plot_lagrange_basis", "plot_weight_comparison", "plot_noisy_fit"]
 
@@ -35,9 +35,7 @@ def curve_mean_var(x: torch.Tensor, f: torch.Tensor) -> tuple[float, float]:
     require_same_dtype(f, "f", x, "x")
     require_rank(x, "x", (1,), "(N,)")
     if f.shape != x.shape or x.shape[0] < 2:
-        raise ValueError(
-            f"x and f must both have shape (N,) with N >= 2, got {shape_str(x.shape)} and {shape_str(f.shape)}"
-        )
+        raise ValueError(f"x and f must both have shape (N,) with N >= 2, got {tuple(x.shape)} and {tuple(f.shape)}")
     if not (x[1:] > x[:-1]).all():
         raise ValueError("x must be strictly increasing")
     length = float(x[-1] - x[0])
@@ -66,9 +64,7 @@ def plot_lagrange_basis(nodes: torch.Tensor, ax=None, ylim=(-3.0, 3.0), figsize=
     ax.set_ylim(*ylim)
     ax.set_xlabel("x")
     ax.set_ylabel("weight $l_i(x)$")
-    ax.set_title(
-        f"Lagrange basis of {len(nodes)} nodes (dots: $l_i(x_i) = 1$; clipped to {ylim})", fontsize=10, y=TITLE_Y
-    )
+    ax.set_title(f"Lagrange basis of {len(nodes)} nodes (dots: $l_i(x_i) = 1$; clipped to {ylim})", fontsize=10)
     ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return ax.figure
 
@@ -106,14 +102,14 @@ def plot_weight_comparison(
     left.set_xlabel("x")
     left.set_ylabel("y")
     _point_off_chart(left, query, f_lag, f_nw)
-    left.set_title(_comparison_title(query), fontsize=10, y=TITLE_Y)
+    left.set_title(_comparison_title(query), fontsize=10)
     left.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
     idx = np.arange(len(nodes))
     for ax, w, colour, name in ((top, w_lag, "C2", "Lagrange"), (bottom, w_nw, "C0", "Gaussian")):
         ax.bar(idx, _np(w), width=0.6, color=colour)
         ax.axhline(0, color="0.4", linewidth=0.6)
         ax.set_ylabel("weight")
-        ax.set_title(_weights_title(name, w), fontsize=9, y=TITLE_Y)
+        ax.set_title(_weights_title(name, w), fontsize=9)
         ax.set_xticks(idx, [f"{float(v):.1f}" for v in nodes])
     bottom.set_xlabel("data point $x_i$")
     fig = left.figure
@@ -141,11 +137,11 @@ def plot_weight_comparison(
         for text in list(left.texts):  # the arrows to estimates off the chart, if any
             text.remove()
         _point_off_chart(left, query, f_lag, f_nw)
-        left.set_title(_comparison_title(query), fontsize=10, y=TITLE_Y)
+        left.set_title(_comparison_title(query), fontsize=10)
         for ax, w, name in ((top, w_lag, "Lagrange"), (bottom, w_nw, "Gaussian")):
             for rect, height in zip(ax.containers[0].patches, _np(w), strict=True):
                 rect.set_height(height)
-            ax.set_title(_weights_title(name, w), fontsize=9, y=TITLE_Y)
+            ax.set_title(_weights_title(name, w), fontsize=9)
         inside = float(nodes.min()) <= query <= float(nodes.max())  # then the curves' x range holds the query line
         for ax in (top, bottom) if inside else (left, top, bottom):
             ax.relim()
@@ -216,7 +212,7 @@ def plot_noisy_fit(
     ax.set_ylim(-2.0, 6.0)
     ax.set_xlabel("x")
     ax.set_ylabel("y")
-    ax.set_title(_noisy_title(noise), fontsize=10, y=TITLE_Y)
+    ax.set_title(_noisy_title(noise), fontsize=10)
     ax.legend(fontsize=7, loc="lower left")
     fig = ax.figure
     if not new_figure:
@@ -235,7 +231,7 @@ def plot_noisy_fit(
         ):
             artist.set_label(label)
             text.set_text(label)
-        plot_ax.set_title(_noisy_title(noise), fontsize=10, y=TITLE_Y)
+        plot_ax.set_title(_noisy_title(noise), fontsize=10)
         plot_ax.relim()
         plot_ax.autoscale_view()
         return True

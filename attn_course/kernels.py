@@ -17,7 +17,15 @@ from collections.abc import Callable
 
 import torch
 
-from ._validate import require_float, require_positive, require_rank, require_same_dtype, shape_str
+from ._validate import (
+    require_choice,
+    require_finite,
+    require_float,
+    require_mask,
+    require_positive,
+    require_rank,
+    require_same_dtype,
+)
 
 __all__ = [
     "gaussian",
@@ -121,39 +129,38 @@ def nadaraya_watson(
     if queries.ndim != keys.ndim or (queries.ndim == 2 and queries.shape[1] != keys.shape[1]):
         raise ValueError(
             f"queries and keys must have the same kind: both (N,) or both (N, D) with the same D; "
-            f"got queries {shape_str(queries.shape)} and keys {shape_str(keys.shape)}"
+            f"got queries {tuple(queries.shape)} and keys {tuple(keys.shape)}"
         )
     if values.shape[0] != keys.shape[0]:
         raise ValueError(
             f"values must have one row per key: values.shape[0] must be {keys.shape[0]} "
-            f"(keys has shape {shape_str(keys.shape)}), got values of shape {shape_str(values.shape)}"
+            f"(keys has shape {tuple(keys.shape)}), got values of shape {tuple(values.shape)}"
         )
     if keys.shape[0] == 0:
         raise ValueError("keys must hold at least one key, got 0")
+    for name, t in (("queries", queries), ("keys", keys), ("values", values)):
+        require_finite(t, name)
     require_positive(bandwidth, "bandwidth")
     if isinstance(bandwidth, torch.Tensor):
         bandwidth = bandwidth.to(queries.dtype).reshape(())  # keeps the caller's dtype and any gradient
     num_q, num_k = queries.shape[0], keys.shape[0]
     if mask is not None:
-        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
-            got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
-            raise TypeError(f"mask must be a bool tensor (True = may attend), got {got}")
+        require_mask(mask)
         if mask.shape != (num_q, num_k):
-            raise ValueError(f"mask must have shape (Q, K) = {shape_str((num_q, num_k))}, got {shape_str(mask.shape)}")
+            raise ValueError(f"mask must have shape (Q, K) = {tuple((num_q, num_k))}, got {tuple(mask.shape)}")
 
     diff = _as_rows(queries).unsqueeze(1) - _as_rows(keys).unsqueeze(0)  # (Q, 1, D) - (1, K, D) -> (Q, K, D)
     dist2 = (diff**2).sum(-1)  # (Q, K) squared distances
     if isinstance(kernel, str):
-        if kernel not in KERNELS:
-            raise ValueError(f"kernel must be one of {sorted(KERNELS)} or a function K(u), got {kernel!r}")
+        require_choice(kernel, "kernel", KERNELS)
         logits = _log_kernel(kernel, dist2 / bandwidth**2)  # (Q, K)
     elif callable(kernel):
         positive = dist2 > 0  # sqrt has an infinite slope at 0: keep it away for finite gradients
         dist = torch.where(positive, torch.sqrt(torch.where(positive, dist2, 1.0)), 0.0)
         k_values = kernel(dist / bandwidth)
         if not isinstance(k_values, torch.Tensor) or k_values.shape != dist2.shape:
-            got = shape_str(k_values.shape) if isinstance(k_values, torch.Tensor) else type(k_values).__name__
-            raise ValueError(f"kernel(u) must return a tensor shaped like u {shape_str(dist2.shape)}, got {got}")
+            got = tuple(k_values.shape) if isinstance(k_values, torch.Tensor) else type(k_values).__name__
+            raise ValueError(f"kernel(u) must return a tensor shaped like u {tuple(dist2.shape)}, got {got}")
         if (k_values < 0).any() or torch.isnan(k_values).any():
             raise ValueError("kernel(u) must return weights >= 0 (or +inf); got a negative value or NaN")
         logits = torch.log(k_values)  # log 0 = -inf: outside the support

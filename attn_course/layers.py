@@ -14,25 +14,13 @@ import math
 import torch
 from torch import nn
 
-from ._validate import require_positive, shape_str
+from ._validate import require_choice, require_int, require_positive, require_probability, require_qkv
 from .kernels import KERNELS, nadaraya_watson
-from .scoring import _additive_scores, _attention_pooling, _dot_product_scores, check_qkv
+from .scoring import additive_scores, attention_pooling, scaled_dot_product_attention
 
 __all__ = ["NWKernelRegression", "DotProductAttention", "AdditiveAttention"]
 
 LOG_BANDWIDTH_LIMIT = math.log(1e6)  # |log h| <= this: h in [1e-6, 1e6]
-
-
-def _check_dropout(dropout) -> float:
-    if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0 <= dropout < 1:
-        raise ValueError(f"dropout must be a probability in [0, 1), got {dropout!r}")
-    return float(dropout)
-
-
-def _check_size(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return value
 
 
 class NWKernelRegression(nn.Module):
@@ -50,8 +38,7 @@ class NWKernelRegression(nn.Module):
     def __init__(self, bandwidth: float = 1.0, kernel: str = "gaussian"):
         super().__init__()
         require_positive(bandwidth, "bandwidth")
-        if not isinstance(kernel, str) or kernel not in KERNELS:
-            raise ValueError(f"kernel must be one of {sorted(KERNELS)}, got {kernel!r}")
+        require_choice(kernel, "kernel", KERNELS)
         self.kernel = kernel
         self.log_bandwidth = nn.Parameter(torch.tensor(math.log(bandwidth)))
         self.attention_weights: torch.Tensor | None = None
@@ -81,13 +68,11 @@ class DotProductAttention(nn.Module):
 
     def __init__(self, dropout: float = 0.0):
         super().__init__()
-        self.dropout = nn.Dropout(_check_dropout(dropout))
+        self.dropout = nn.Dropout(require_probability(dropout))
         self.attention_weights: torch.Tensor | None = None
 
     def forward(self, queries, keys, values, valid_lens=None, mask=None):
-        check_qkv(queries, keys, values)
-        scores = _dot_product_scores(queries, keys)  # (B, Q, K)
-        output, weights = _attention_pooling(scores, values, valid_lens, self.dropout, mask, own_scores=True)
+        output, weights = scaled_dot_product_attention(queries, keys, values, valid_lens, mask, self.dropout)
         self.attention_weights = weights.detach()
         return output  # (B, Q, V)
 
@@ -107,26 +92,26 @@ class AdditiveAttention(nn.Module):
 
     def __init__(self, key_size: int, query_size: int, num_hiddens: int, dropout: float = 0.0):
         super().__init__()
-        self.W_k = nn.Linear(_check_size(key_size, "key_size"), _check_size(num_hiddens, "num_hiddens"), bias=False)
-        self.W_q = nn.Linear(_check_size(query_size, "query_size"), num_hiddens, bias=False)
+        self.W_k = nn.Linear(require_int(key_size, "key_size"), require_int(num_hiddens, "num_hiddens"), bias=False)
+        self.W_q = nn.Linear(require_int(query_size, "query_size"), num_hiddens, bias=False)
         self.w_v = nn.Linear(num_hiddens, 1, bias=False)
-        self.dropout = nn.Dropout(_check_dropout(dropout))
+        self.dropout = nn.Dropout(require_probability(dropout))
         self.attention_weights: torch.Tensor | None = None
 
     def forward(self, queries, keys, values, valid_lens=None):
-        check_qkv(queries, keys, values, same_size=False)
+        require_qkv(queries, keys, values, same_size=False)
         for name, t, arg, size in (
             ("queries", queries, "query_size", self.W_q.in_features),
             ("keys", keys, "key_size", self.W_k.in_features),
         ):
             if t.shape[-1] != size:
-                raise ValueError(f"{name}.shape[-1] must be {arg} = {size}, got {name} of shape {shape_str(t.shape)}")
+                raise ValueError(f"{name}.shape[-1] must be {arg} = {size}, got {name} of shape {tuple(t.shape)}")
         if queries.dtype != self.W_q.weight.dtype:
             raise TypeError(
                 f"queries have dtype {queries.dtype} but the layer's parameters are {self.W_q.weight.dtype}; "
                 f"convert the layer with .to({queries.dtype})"
             )
-        scores = _additive_scores(queries, keys, self.W_q.weight, self.W_k.weight, self.w_v.weight[0])  # (B, Q, K)
-        output, weights = _attention_pooling(scores, values, valid_lens, self.dropout, own_scores=True)
+        scores = additive_scores(queries, keys, self.W_q.weight, self.W_k.weight, self.w_v.weight[0])  # (B, Q, K)
+        output, weights = attention_pooling(scores, values, valid_lens, self.dropout)  # (B, Q, V), (B, Q, K)
         self.attention_weights = weights.detach()
         return output  # (B, Q, V)

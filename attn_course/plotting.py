@@ -1,4 +1,7 @@
-"""Figures of the course.
+"""Figures of the course: the shared pieces and ``show_heatmaps``.
+
+The figures of each notebook live in ``plotting_pooling`` (notebook 01) and ``plotting_models``
+(notebooks 06 and 08).
 
 Every helper takes ``ax=None`` (or ``axes=None``), draws on a new figure when none is given,
 returns the ``Figure``, labels its axes, and never calls ``plt.show()`` or changes global
@@ -12,17 +15,11 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
-from matplotlib.colors import PowerNorm
 from matplotlib.figure import Figure
 
-from .kernels import KERNELS, nadaraya_watson
-
-__all__ = ["show_heatmaps", "plot_regression", "plot_kernels", "plot_query_weights", "plot_nw_fit"]
+__all__ = ["show_heatmaps"]
 
 ANNOTATE_MAX_CELLS = 100  # "auto" annotates matrices up to 10 x 10
-# Titles at a fixed height above the axes. Left to itself, matplotlib measures every tick label again on each draw
-# to check that none sits above the axes (none does in the course's figures): a tenth of a slider's redraw.
-TITLE_Y = 1.0
 
 
 def _np(x) -> np.ndarray:
@@ -110,14 +107,6 @@ def _updatable(fig: Figure, plot_fn, update) -> Figure:
     """
     fig._attn_course_update = (plot_fn, update)
     return fig
-
-
-def _edges(centres: np.ndarray) -> np.ndarray:
-    """Cell edges around sorted centres: the midpoints, extended by half a gap at both ends."""
-    if len(centres) == 1:
-        return np.array([centres[0] - 0.5, centres[0] + 0.5])
-    mid = (centres[1:] + centres[:-1]) / 2
-    return np.concatenate([[2 * centres[0] - mid[0]], mid, [2 * centres[-1] - mid[-1]]])
 
 
 def _thin_ticks(ax, axis: str, labels: Sequence[str] | None, n: int, max_ticks: int = 20) -> None:
@@ -218,217 +207,8 @@ def show_heatmaps(
             ax.set_xlabel(xlabel if r == rows - 1 else "")
             ax.set_ylabel(ylabel if c == 0 else "")
             if titles is not None:
-                ax.set_title(titles[r * cols + c], fontsize=10, y=TITLE_Y)
+                ax.set_title(titles[r * cols + c], fontsize=10)
     fig.colorbar(axes[0, 0].collections[0], ax=axes, shrink=0.8, label=colorbar_label)
     if suptitle:
         fig.suptitle(suptitle)
     return fig
-
-
-def plot_regression(
-    x_train,
-    y_train,
-    x_test,
-    y_pred,
-    y_true=None,
-    ax=None,
-    title: str | None = None,
-    label: str = "prediction",
-    figsize=(5.5, 3.2),
-) -> Figure:
-    """Training points, the prediction at the test inputs, and (optionally) the true curve.
-
-    Args:
-        x_train, y_train: (n,) training inputs and targets (tensors, arrays or lists).
-        x_test: (m,) test inputs; y_pred: (m,) the prediction there; y_true: (m,) the truth, or None.
-        ax: axes to draw on, or None for a new figure.
-        title, label: the axes' title and the prediction's legend label.
-    """
-    fig, ax = _new_axes(ax, figsize)
-    if y_true is not None:
-        ax.plot(_np(x_test), _np(y_true), color="0.3", linestyle="--", linewidth=1.2, label="truth")
-    ax.plot(_np(x_test), _np(y_pred), color="C0", linewidth=2, label=label)
-    ax.scatter(_np(x_train), _np(y_train), s=14, color="C1", alpha=0.7, label="training data (keys, values)")
-    ax.set_xlabel("x")
-    ax.set_ylabel("y")
-    if title:
-        ax.set_title(title, fontsize=10, y=TITLE_Y)
-    ax.legend(fontsize=8, loc="best")
-    return fig
-
-
-def plot_kernels(names: Sequence[str] | None = None, ax=None, figsize=(5.0, 3.0)) -> Figure:
-    """The kernel shapes ``K(u)`` of ``attn_course.KERNELS`` on u in [-2.5, 2.5]."""
-    names = list(KERNELS) if names is None else list(names)
-    unknown = [n for n in names if n not in KERNELS]
-    if unknown:
-        raise ValueError(f"names must be kernel names from {sorted(KERNELS)}, got {unknown}")
-    fig, ax = _new_axes(ax, figsize)
-    u = torch.linspace(-2.5, 2.5, 501, dtype=torch.float64)
-    for name in names:
-        ax.plot(u.numpy(), KERNELS[name](u).numpy(), linewidth=2, label=name)
-    ax.set_xlabel("u = (query - key) / bandwidth")
-    ax.set_ylabel("K(u)")
-    ax.set_title("Kernels: how much a key counts at distance u", fontsize=10, y=TITLE_Y)
-    ax.legend(fontsize=8)
-    return fig
-
-
-def plot_query_weights(
-    query: float, keys, values, kernel: str = "gaussian", bandwidth: float = 1.0, axes=None, figsize=(6.0, 4.2)
-) -> Figure:
-    """One query's Nadaraya-Watson attention over the keys: data coloured by weight, weights as bars.
-
-    Args:
-        query: the query x.
-        keys, values: (K,) training inputs and targets.
-        kernel, bandwidth: as in ``nadaraya_watson``.
-        axes: two axes (top: data, bottom: weights) sharing x, or None.
-    """
-    data = (keys, values)
-    keys, values = torch.as_tensor(keys), torch.as_tensor(values)
-    pred, weights = _query_weights(query, keys, values, kernel, bandwidth)
-    keys_np = _np(keys)
-    new_figure = axes is None
-    if new_figure:
-        fig, axes = plt.subplots(2, 1, figsize=figsize, sharex=True, height_ratios=(2, 1), layout="constrained")
-    top, bottom = axes
-    points = top.scatter(
-        keys_np,
-        _np(values),
-        c=weights,
-        cmap="Reds",
-        vmin=0,
-        vmax=max(float(weights.max()), 1e-12),
-        s=22,
-        edgecolors="0.4",
-        linewidths=0.4,
-    )
-    top.axvline(query, color="C0", linewidth=1)
-    top.plot(
-        [query],
-        [pred],
-        marker="*",
-        markersize=13,
-        color="C0",
-        linestyle="none",
-        label=_prediction_label(query, pred),
-    )
-    top.set_ylabel("value y_i")
-    top.legend(fontsize=8, loc="best")
-    top.figure.colorbar(points, ax=list(axes), label="weight", shrink=0.9)  # one bar keeps both x axes aligned
-    bottom.bar(keys_np, weights, width=0.06, color="C3")
-    bottom.axvline(query, color="C0", linewidth=1)
-    bottom.set_xlabel("key x_i")
-    bottom.set_ylabel("attention weight")
-    top.set_title(_query_title(query, kernel, bandwidth), fontsize=10, y=TITLE_Y)
-    fig = top.figure
-    if not new_figure:
-        return fig
-
-    def update(query, keys, values, kernel="gaussian", bandwidth=1.0, axes=None, figsize=figsize) -> bool:
-        same_data = keys is data[0] and values is data[1]
-        if axes is not None or not same_data or tuple(figsize) != tuple(fig.get_size_inches()):
-            return False
-        pred, weights = _query_weights(query, torch.as_tensor(keys), torch.as_tensor(values), kernel, bandwidth)
-        points.set_array(weights)
-        points.set_clim(0, max(float(weights.max()), 1e-12))  # the colour bar follows
-        top_line, star = top.lines
-        top_line.set_xdata([query, query])
-        star.set_data([query], [pred])
-        star.set_label(_prediction_label(query, pred))
-        top.get_legend().get_texts()[0].set_text(star.get_label())
-        for rect, height in zip(bottom.containers[0].patches, weights, strict=True):
-            rect.set_height(height)
-        bottom.lines[0].set_xdata([query, query])
-        top.set_title(_query_title(query, kernel, bandwidth), fontsize=10, y=TITLE_Y)
-        for ax in axes_pair:
-            ax.relim()
-            ax.autoscale_view()
-        return True
-
-    axes_pair = (top, bottom)
-    return _updatable(fig, plot_query_weights, update)
-
-
-def _query_weights(query: float, keys, values, kernel, bandwidth) -> tuple[float, np.ndarray]:
-    """The prediction at ``query`` and the weights (K,) of ``plot_query_weights``."""
-    prediction, weights = nadaraya_watson(
-        torch.tensor([float(query)], dtype=keys.dtype), keys, values, kernel, bandwidth
-    )
-    return float(prediction[0]), _np(weights[0])
-
-
-def _prediction_label(query: float, pred: float) -> str:
-    return f"prediction f({query:.2f}) = {pred:.2f}"
-
-
-def _query_title(query: float, kernel: str, bandwidth: float) -> str:
-    return f"Query x = {query:.2f} ({kernel}, h = {bandwidth:.3g}): the weight of every key"
-
-
-def plot_nw_fit(
-    x_train,
-    y_train,
-    x_test,
-    y_true=None,
-    kernel: str = "gaussian",
-    bandwidth: float = 1.0,
-    axes=None,
-    figsize=(10.0, 3.6),
-) -> Figure:
-    """Nadaraya-Watson fit (left) and its attention weights, queries by keys (right).
-
-    The heatmap places every key at its real x (and every query at its real x), and uses one fixed colour
-    scale from 0 to 1 (square-root stretched) so that pictures for different bandwidths can be compared.
-
-    Args:
-        x_train, y_train: (n,) training inputs (keys) and targets (values); x_train need not be sorted.
-        x_test: (m,) test inputs (queries), increasing; y_true: (m,) the truth there, or None.
-        kernel, bandwidth: as in ``nadaraya_watson``.
-        axes: two axes (fit, heatmap), or None for a new figure.
-    """
-    data = (x_train, y_train, x_test, y_true)
-    x_train, y_train, x_test = (torch.as_tensor(t) for t in (x_train, y_train, x_test))
-    order = torch.argsort(x_train)
-    keys, values = x_train[order], y_train[order]
-    y_pred, weights = nadaraya_watson(x_test, keys, values, kernel, bandwidth)
-    new_figure = axes is None
-    if new_figure:
-        fig, axes = plt.subplots(1, 2, figsize=figsize, layout="constrained", width_ratios=(1.25, 1))
-    fig = axes[0].figure
-    plot_regression(
-        keys,
-        values,
-        x_test,
-        y_pred,
-        y_true,
-        ax=axes[0],
-        title=f"{kernel} kernel, bandwidth h = {bandwidth:.3g}",
-        label="Nadaraya-Watson",
-    )
-    # Cells drawn at the real positions: key i spans the midpoints to its neighbours.
-    norm = PowerNorm(gamma=0.5, vmin=0.0, vmax=1.0)
-    image = axes[1].pcolormesh(_edges(_np(keys)), _edges(_np(x_test)), _np(weights), cmap="Reds", norm=norm)
-    axes[1].invert_yaxis()  # queries top to bottom, as in show_heatmaps
-    axes[1].set_xlabel("training input x_i (key)")
-    axes[1].set_ylabel("test input x (query)")
-    axes[1].set_title("Attention weights (keys at their real x)", fontsize=10, y=TITLE_Y)
-    fig.colorbar(image, ax=axes[1], label="weight")
-    if not new_figure:
-        return fig
-    left, prediction = axes[0], axes[0].lines[-1]  # plot_regression draws the prediction after the truth
-
-    def update(x_train, y_train, x_test, y_true=None, kernel="gaussian", bandwidth=1.0, axes=None, figsize=figsize):
-        same_data = all(a is b for a, b in zip((x_train, y_train, x_test, y_true), data, strict=True))
-        if axes is not None or not same_data or tuple(figsize) != tuple(fig.get_size_inches()):
-            return False
-        y_pred, weights = nadaraya_watson(torch.as_tensor(x_test), keys, values, kernel, bandwidth)
-        prediction.set_ydata(_np(y_pred))
-        image.set_array(_np(weights))
-        left.set_title(f"{kernel} kernel, bandwidth h = {bandwidth:.3g}", fontsize=10, y=TITLE_Y)
-        left.relim()  # the prediction may leave the old y range
-        left.autoscale_view()
-        return True
-
-    return _updatable(fig, plot_nw_fit, update)

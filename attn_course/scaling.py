@@ -15,10 +15,10 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from ._validate import require_float, require_int
-from .plotting import TITLE_Y, _updatable
+from ._validate import require_float, require_int, require_positive
+from .plotting import _updatable
 
-__all__ = ["dot_product_variance", "softmax_entropy", "mean_entropy", "plot_saturation"]
+__all__ = ["dot_product_variance", "mean_entropy", "plot_saturation"]
 
 
 def dot_product_variance(d: int, num_samples: int = 10_000, seed: int = 0) -> float:
@@ -31,7 +31,7 @@ def dot_product_variance(d: int, num_samples: int = 10_000, seed: int = 0) -> fl
     return float((q * k).sum(-1).var())
 
 
-def softmax_entropy(weights: torch.Tensor) -> torch.Tensor:
+def _softmax_entropy(weights: torch.Tensor) -> torch.Tensor:
     """Entropy ``-sum_k w_k log w_k`` (in nats) of each row of weights over the last axis.
 
     0 for a one-hot row, ``log K`` for a uniform row over K keys. Zero weights contribute 0.
@@ -48,9 +48,7 @@ def softmax_entropy(weights: torch.Tensor) -> torch.Tensor:
 
 
 def _check_temperature(temperature) -> float:
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature > 0:
-        raise ValueError(f"temperature must be a number > 0, got {temperature!r}")
-    return float(temperature)
+    return require_positive(temperature, "temperature")
 
 
 def mean_entropy(
@@ -72,7 +70,7 @@ def _mean_entropy(d: int, num_keys: int, temperature: float, scaled: bool, num_q
     scores = _raw_scores(d, num_keys, num_queries, seed) / temperature  # (Q, K)
     if scaled:
         scores = scores / math.sqrt(d)
-    return float(softmax_entropy(torch.softmax(scores, dim=-1)).mean())
+    return float(_softmax_entropy(torch.softmax(scores, dim=-1)).mean())
 
 
 @lru_cache(maxsize=128)
@@ -110,7 +108,7 @@ def plot_saturation(
     left.set_ylim(0, 1.05)
     left.set_xlabel("key")
     left.set_ylabel("attention weight")
-    left.set_title(_saturation_title(d, temperature, num_keys), fontsize=10, y=TITLE_Y)
+    left.set_title(_saturation_title(d, temperature, num_keys), fontsize=10)
     left.legend(fontsize=7, loc="upper left")
     curves = _entropy_curves(d, temperature, num_keys, seed)
     for (sizes, entropies, here), colour, name in zip(curves, ("C3", "C0"), ("q.k", "q.k / sqrt(D)"), strict=True):
@@ -123,7 +121,7 @@ def plot_saturation(
     right.set_ylim(0, math.log(num_keys) * 1.1)
     right.set_xlabel("D (log scale)")
     right.set_ylabel("mean entropy of the weights (nats)")
-    right.set_title("Unscaled scores saturate the softmax as D grows", fontsize=10, y=TITLE_Y)
+    right.set_title("Unscaled scores saturate the softmax as D grows", fontsize=10)
     right.legend(fontsize=7, loc="lower left")
     fig = left.figure
     if not new_figure:
@@ -141,7 +139,7 @@ def plot_saturation(
                 rect.set_height(height)
             container.set_label(label)
             text.set_text(label)
-        left.set_title(_saturation_title(d, temperature, num_keys), fontsize=10, y=TITLE_Y)
+        left.set_title(_saturation_title(d, temperature, num_keys), fontsize=10)
         curves = right.lines[:4]  # unscaled curve and its marker, scaled curve and its marker
         for (_, entropies, here), curve, marker in zip(
             _entropy_curves(d, temperature, num_keys, seed), curves[::2], curves[1::2], strict=True
@@ -168,7 +166,7 @@ def _one_query_weights(d: int, temperature: float, num_keys: int, seed: int) -> 
     bars = []
     for scores, name in ((raw, "q.k"), (raw / math.sqrt(d), "q.k / sqrt(D)")):
         w = torch.softmax(scores, dim=0)
-        label = f"softmax({name}): max {float(w.max()):.2f}, entropy {float(softmax_entropy(w)):.2f}"
+        label = f"softmax({name}): max {float(w.max()):.2f}, entropy {float(_softmax_entropy(w)):.2f}"
         bars.append((w.numpy(), label))
     return bars
 

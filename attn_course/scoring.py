@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import torch
 
-from ._validate import require_float, require_rank, require_same_dtype, shape_str
+from ._validate import require_finite, require_float, require_qkv, require_rank, require_same_dtype
 from .masking import _masked_softmax
 
 __all__ = [
@@ -23,58 +23,6 @@ __all__ = [
     "additive_scores",
     "scaled_dot_product_attention",
 ]
-
-
-def check_qkv(queries, keys, values, same_size: bool = True) -> None:
-    """Validate batched queries (B, Q, D), keys (B, K, D) and values (B, K, V).
-
-    With ``same_size=False`` (additive attention) queries and keys may differ in their last size.
-    """
-    for name, t in (("queries", queries), ("keys", keys), ("values", values)):
-        require_float(t, name)
-        require_rank(t, name, (3,), {"queries": "(B, Q, D)", "keys": "(B, K, D)", "values": "(B, K, V)"}[name])
-    require_same_dtype(keys, "keys", queries, "queries")
-    require_same_dtype(values, "values", queries, "queries")
-    if not (queries.shape[0] == keys.shape[0] == values.shape[0]):
-        raise ValueError(
-            "queries, keys and values must share the batch size B, got "
-            f"queries {shape_str(queries.shape)}, keys {shape_str(keys.shape)}, values {shape_str(values.shape)}"
-        )
-    if keys.shape[1] != values.shape[1]:
-        raise ValueError(
-            f"values must have one row per key: values.shape[1] must be K = {keys.shape[1]} "
-            f"(keys {shape_str(keys.shape)}), got values {shape_str(values.shape)}"
-        )
-    if same_size and queries.shape[-1] != keys.shape[-1]:
-        raise ValueError(
-            f"queries and keys must have the same size D for a dot product, got queries "
-            f"{shape_str(queries.shape)} (D = {queries.shape[-1]}) and keys {shape_str(keys.shape)} "
-            f"(D = {keys.shape[-1]}); use additive attention for different sizes"
-        )
-
-
-def _attention_pooling(scores, values, valid_lens=None, dropout=None, mask=None, own_scores=False):
-    """``own_scores``: the caller made ``scores`` for this call only, so masking may write into them."""
-    weights = _masked_softmax(scores, valid_lens, mask, own_scores)  # (B, Q, K)
-    pooled = weights if dropout is None else dropout(weights)
-    return torch.bmm(pooled, values), weights  # (B, Q, K) x (B, K, V) -> (B, Q, V)
-
-
-def _dot_product_scores(queries, keys, scale=True):
-    if not scale:
-        return torch.bmm(queries, keys.transpose(1, 2))  # (B, Q, D) x (B, D, K) -> (B, Q, K)
-    # The division by sqrt(D) done by the matrix product itself (alpha): no second pass over the (B, Q, K) scores.
-    # With beta = 0 the first argument is ignored; it only has to broadcast to (B, Q, K).
-    return torch.baddbmm(
-        queries.new_empty(1, 1, 1), queries, keys.transpose(1, 2), beta=0, alpha=1 / math.sqrt(queries.shape[-1])
-    )  # (B, Q, D) x (B, D, K) -> (B, Q, K)
-
-
-def _additive_scores(queries, keys, w_q, w_k, w_v):
-    q_feat = queries @ w_q.T  # (B, Q, Dq) x (Dq, U) -> (B, Q, U)
-    k_feat = keys @ w_k.T  # (B, K, Dk) x (Dk, U) -> (B, K, U)
-    hidden = torch.tanh(q_feat.unsqueeze(2) + k_feat.unsqueeze(1))  # (B, Q, 1, U) + (B, 1, K, U) -> (B, Q, K, U)
-    return hidden @ w_v  # (B, Q, K, U) x (U,) -> (B, Q, K)
 
 
 def attention_pooling(
@@ -105,11 +53,15 @@ def attention_pooling(
     if values.shape[:2] != scores.shape[::2]:
         raise ValueError(
             f"values must have shape (B, K, V) = ({scores.shape[0]}, {scores.shape[2]}, V) to match scores "
-            f"{shape_str(scores.shape)}, got values {shape_str(values.shape)}"
+            f"{tuple(scores.shape)}, got values {tuple(values.shape)}"
         )
     if dropout is not None and not callable(dropout):
         raise TypeError(f"dropout must be a function such as nn.Dropout(p), got {type(dropout).__name__}")
-    return _attention_pooling(scores, values, valid_lens, dropout, mask)
+    require_finite(scores, "scores")
+    require_finite(values, "values")
+    weights = _masked_softmax(scores, valid_lens, mask)  # (B, Q, K)
+    pooled = weights if dropout is None else dropout(weights)
+    return torch.bmm(pooled, values), weights  # (B, Q, K) x (B, K, V) -> (B, Q, V)
 
 
 def dot_product_scores(queries: torch.Tensor, keys: torch.Tensor, scale: bool = True) -> torch.Tensor:
@@ -129,9 +81,10 @@ def dot_product_scores(queries: torch.Tensor, keys: torch.Tensor, scale: bool = 
     if queries.shape[0] != keys.shape[0] or queries.shape[2] != keys.shape[2]:
         raise ValueError(
             f"keys must have shape (B, K, D) = ({queries.shape[0]}, K, {queries.shape[2]}) to match queries "
-            f"{shape_str(queries.shape)}, got keys {shape_str(keys.shape)}"
+            f"{tuple(queries.shape)}, got keys {tuple(keys.shape)}"
         )
-    return _dot_product_scores(queries, keys, scale)
+    scores = torch.bmm(queries, keys.transpose(1, 2))  # (B, Q, D) x (B, D, K) -> (B, Q, K)
+    return scores / math.sqrt(queries.shape[-1]) if scale else scores
 
 
 def additive_scores(
@@ -152,8 +105,8 @@ def additive_scores(
         require_rank(t, name, (3,), meaning)
     if queries.shape[0] != keys.shape[0]:
         raise ValueError(
-            f"queries and keys must share the batch size B, got queries {shape_str(queries.shape)} "
-            f"and keys {shape_str(keys.shape)}"
+            f"queries and keys must share the batch size B, got queries {tuple(queries.shape)} "
+            f"and keys {tuple(keys.shape)}"
         )
     for name, t in (("keys", keys), ("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
         require_float(t, name)
@@ -162,8 +115,11 @@ def additive_scores(
     hidden = w_v.shape[0]
     for name, t, size, which in (("w_q", w_q, queries.shape[-1], "Dq"), ("w_k", w_k, keys.shape[-1], "Dk")):
         if t.shape != (hidden, size):
-            raise ValueError(f"{name} must have shape (U, {which}) = ({hidden}, {size}), got {shape_str(t.shape)}")
-    return _additive_scores(queries, keys, w_q, w_k, w_v)
+            raise ValueError(f"{name} must have shape (U, {which}) = ({hidden}, {size}), got {tuple(t.shape)}")
+    q_feat = queries @ w_q.T  # (B, Q, Dq) x (Dq, U) -> (B, Q, U)
+    k_feat = keys @ w_k.T  # (B, K, Dk) x (Dk, U) -> (B, K, U)
+    hidden = torch.tanh(q_feat.unsqueeze(2) + k_feat.unsqueeze(1))  # (B, Q, 1, U) + (B, 1, K, U) -> (B, Q, K, U)
+    return hidden @ w_v  # (B, Q, K, U) x (U,) -> (B, Q, K)
 
 
 def scaled_dot_product_attention(
@@ -172,6 +128,7 @@ def scaled_dot_product_attention(
     values: torch.Tensor,
     valid_lens: torch.Tensor | None = None,
     mask: torch.Tensor | None = None,
+    dropout: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``softmax(Q K^T / sqrt(D)) V`` with padded (and optionally other) keys masked out.
 
@@ -179,10 +136,12 @@ def scaled_dot_product_attention(
         queries: (B, Q, D); keys: (B, K, D); values: (B, K, V); all of one floating dtype.
         valid_lens: None, (B,) or (B, Q) integers in [0, K].
         mask: optional bool, broadcastable to (B, Q, K), ``True`` = may attend (e.g. ``causal_mask(Q)``).
+        dropout: optional function applied to the weights before they pool the values (``nn.Dropout``).
 
     Returns:
         output (B, Q, V) and weights (B, Q, K); rows of the weights sum to 1 over the allowed keys
         (a query with no valid key gets zero weights and a zero output).
     """
-    check_qkv(queries, keys, values)
-    return _attention_pooling(_dot_product_scores(queries, keys), values, valid_lens, mask=mask, own_scores=True)
+    require_qkv(queries, keys, values)
+    scores = queries @ keys.transpose(1, 2) / math.sqrt(queries.shape[-1])  # (B, Q, D) x (B, D, K) -> (B, Q, K)
+    return attention_pooling(scores, values, valid_lens, dropout, mask)  # (B, Q, V), (B, Q, K)

@@ -15,9 +15,9 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from ._validate import require_float, require_rank, require_same_dtype, shape_str
+from ._validate import require_float, require_int, require_rank, require_same_dtype
 from .data import three_token_example
-from .plotting import TITLE_Y, _draw_matrix, _updatable, _update_matrix
+from .plotting import _draw_matrix, _updatable, _update_matrix
 
 __all__ = [
     "SelfAttentionSteps",
@@ -62,12 +62,12 @@ def self_attention_steps(
         require_same_dtype(w, name, inputs, "inputs")
         if w.shape[0] != inputs.shape[1]:
             raise ValueError(
-                f"{name}.shape[0] must be Din = {inputs.shape[1]} (inputs {shape_str(inputs.shape)}), "
-                f"got {name} of shape {shape_str(w.shape)}"
+                f"{name}.shape[0] must be Din = {inputs.shape[1]} (inputs {tuple(inputs.shape)}), "
+                f"got {name} of shape {tuple(w.shape)}"
             )
     if w_query.shape[1] != w_key.shape[1]:
         raise ValueError(
-            f"w_query and w_key must project to one size D, got {shape_str(w_query.shape)} and {shape_str(w_key.shape)}"
+            f"w_query and w_key must project to one size D, got {tuple(w_query.shape)} and {tuple(w_key.shape)}"
         )
     queries = inputs @ w_query  # (T, Din) x (Din, D) -> (T, D)
     keys = inputs @ w_key  # (T, Din) x (Din, D) -> (T, D)
@@ -112,7 +112,7 @@ def show_matrix(
     ax.set_xticks(np.arange(data.shape[1]) + 0.5 if col_labels is not None else [], col_labels)
     ax.set_yticks(np.arange(data.shape[0]) + 0.5 if row_labels is not None else [], row_labels)
     ax.tick_params(length=0, labelsize=8)
-    ax.set_title(title, fontsize=9, y=TITLE_Y)
+    ax.set_title(title, fontsize=9)
     return ax.figure
 
 
@@ -160,8 +160,7 @@ def plot_self_attention_steps(
     """
     steps = self_attention_steps(inputs, w_query, w_key, w_value, scale)
     num_tokens = inputs.shape[0]
-    if isinstance(token, bool) or not isinstance(token, int) or not 0 <= token < num_tokens:
-        raise ValueError(f"token must be an index in [0, {num_tokens - 1}], got {token!r}")
+    require_int(token, "token", 0, num_tokens - 1)
     names = list(token_names) if token_names is not None else [f"x{i + 1}" for i in range(num_tokens)]
     if len(names) != num_tokens:
         raise ValueError(f"token_names must hold {num_tokens} names (one per token), got {len(names)}")
@@ -187,7 +186,7 @@ def _redraw_steps(fig: Figure, axes, inputs, w_query, w_key, w_value, scale: boo
     for ax, (matrix, title, _, fmt) in zip(axes, _step_panels(inputs, steps, scale, token, names), strict=True):
         data = matrix.detach().cpu().numpy()
         _update_matrix(ax, data, *_colour_range(data), fmt)
-        ax.set_title(title, fontsize=9, y=TITLE_Y)
+        ax.set_title(title, fontsize=9)
     fig.suptitle(("Scaled" if scale else "Unscaled") + " self-attention, step by step", fontsize=11)
 
 

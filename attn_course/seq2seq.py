@@ -9,7 +9,7 @@ Both models read the source with the same GRU encoder. They differ in what the d
   pools them (padded source positions masked out with the source's valid lengths).
 
 Shapes: ``B`` batch, ``S`` source length, ``T`` target length, ``E`` embedding size, ``U`` hidden units,
-``N`` vocabulary size. Tokens are int64 ids from :mod:`attn_course.tasks`.
+``C`` vocabulary size (token classes). Tokens are int64 ids from :mod:`attn_course.tasks`.
 """
 
 from __future__ import annotations
@@ -18,29 +18,12 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from ._validate import require_int
+from ._validate import require_int, require_source, require_target
 from .layers import AdditiveAttention
 from .masking import masked_softmax
-from .tasks import BOS, EOS, PAD, VOCAB_SIZE, check_tokens
+from .tasks import BOS, EOS, PAD, VOCAB_SIZE
 
-__all__ = ["check_source", "check_target", "Seq2SeqEncoder", "RNNDecoder", "AttentionDecoder", "RNNSeq2Seq"]
-
-
-def check_target(tgt_in: torch.Tensor, src: torch.Tensor) -> None:
-    """Raise unless ``tgt_in`` is (B, T) token ids with the same batch size B as ``src``."""
-    check_tokens(tgt_in, "tgt_in")
-    if tgt_in.shape[0] != src.shape[0]:
-        raise ValueError(f"tgt_in must have one row per source: shape ({src.shape[0]}, T), got {tuple(tgt_in.shape)}")
-
-
-def check_source(src: torch.Tensor, src_len: torch.Tensor) -> None:
-    """Raise unless ``src`` is (B, S) token ids and ``src_len`` (B,) lengths in ``[1, S]``."""
-    check_tokens(src, "src")
-    if not isinstance(src_len, torch.Tensor) or src_len.dtype != torch.long or tuple(src_len.shape) != src.shape[:1]:
-        got = f"{src_len.dtype} {tuple(src_len.shape)}" if isinstance(src_len, torch.Tensor) else type(src_len).__name__
-        raise ValueError(f"src_len must be an int64 tensor of shape ({src.shape[0]},), got {got}")
-    if src_len.numel() and (src_len.min() < 1 or src_len.max() > src.shape[1]):
-        raise ValueError(f"src_len must lie in [1, S = {src.shape[1]}], got {src_len.tolist()}")
+__all__ = ["Seq2SeqEncoder", "RNNDecoder", "AttentionDecoder", "RNNSeq2Seq"]
 
 
 class Seq2SeqEncoder(nn.Module):
@@ -80,7 +63,7 @@ class RNNDecoder(nn.Module):
         return enc_last, enc_last  # (hidden state, fixed context), both (B, U)
 
     def step(self, prev: torch.Tensor, state):
-        """One step: previous tokens (B,) -> logits (B, N), new state, no attention weights."""
+        """One step: previous tokens (B,) -> logits (B, C), new state, no attention weights."""
         hidden, context = state
         x = torch.cat([self.embedding(prev), context], dim=-1)  # (B, E) ++ (B, U) -> (B, E + U)
         hidden = self.cell(x, hidden)  # (B, U)
@@ -110,7 +93,7 @@ class AttentionDecoder(nn.Module):
         return enc_last, enc_outputs, keys, src_len
 
     def step(self, prev: torch.Tensor, state):
-        """One step: previous tokens (B,) -> logits (B, N), new state, attention weights (B, S)."""
+        """One step: previous tokens (B,) -> logits (B, C), new state, attention weights (B, S)."""
         hidden, enc_outputs, keys, src_len = state
         att = self.attention
         features = torch.tanh(att.W_q(hidden).unsqueeze(1) + keys)  # (B, 1, U) + (B, S, U) -> (B, S, U)
@@ -119,12 +102,12 @@ class AttentionDecoder(nn.Module):
         context = torch.bmm(weights, enc_outputs)[:, 0]  # (B, 1, S) @ (B, S, U) -> (B, 1, U) -> (B, U)
         x = torch.cat([self.embedding(prev), context], dim=-1)  # (B, E) ++ (B, U) -> (B, E + U)
         hidden = self.cell(x, hidden)  # (B, U)
-        logits = self.dense(torch.cat([hidden, context], dim=-1))  # (B, 2U) -> (B, N)
+        logits = self.dense(torch.cat([hidden, context], dim=-1))  # (B, 2U) -> (B, C)
         return logits, (hidden, enc_outputs, keys, src_len), weights[:, 0]
 
 
 class RNNSeq2Seq(nn.Module):
-    """Encoder-decoder: ``model(src, src_len, tgt_in)`` gives logits (B, T, N) under teacher forcing.
+    """Encoder-decoder: ``model(src, src_len, tgt_in)`` gives logits (B, T, C) under teacher forcing.
 
     Args:
         attention: True for the Bahdanau decoder, False for the fixed-context decoder.
@@ -140,14 +123,14 @@ class RNNSeq2Seq(nn.Module):
         self.decoder = decoder(embed_size, num_hiddens)
 
     def forward(self, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
-        check_source(src, src_len)
-        check_target(tgt_in, src)
+        require_source(src, src_len, VOCAB_SIZE)
+        require_target(tgt_in, src, VOCAB_SIZE)
         state = self.decoder.init_state(*self.encoder(src, src_len), src_len)
         logits = []
         for t in range(tgt_in.shape[1]):
             step_logits, state, _ = self.decoder.step(tgt_in[:, t], state)
             logits.append(step_logits)
-        return torch.stack(logits, dim=1)  # T x (B, N) -> (B, T, N)
+        return torch.stack(logits, dim=1)  # T x (B, C) -> (B, T, C)
 
     @torch.no_grad()
     def greedy(
@@ -158,11 +141,11 @@ class RNNSeq2Seq(nn.Module):
         Returns the tokens (B, max_len), ``PAD`` after each sequence's ``EOS``, and the attention weights
         (B, max_len, S) of every step (None without attention).
         """
-        check_source(src, src_len)
+        require_source(src, src_len, VOCAB_SIZE)
         require_int(max_len, "max_len")
         state = self.decoder.init_state(*self.encoder(src, src_len), src_len)
-        prev = torch.full((src.shape[0],), BOS, dtype=torch.long)
-        done = torch.zeros(src.shape[0], dtype=torch.bool)
+        prev = torch.full((src.shape[0],), BOS, dtype=torch.long, device=src.device)
+        done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
         tokens, weights = [], []
         for _ in range(max_len):
             logits, state, w = self.decoder.step(prev, state)

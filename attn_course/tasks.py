@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import torch
 
-from ._validate import require_int, require_tensor
+from ._validate import require_int
 
 __all__ = [
     "PAD",
@@ -31,7 +31,6 @@ __all__ = [
     "labels",
     "make_batch",
     "reversal_task",
-    "check_tokens",
 ]
 
 PAD, BOS, EOS = 0, 1, 2
@@ -72,7 +71,9 @@ class Splits(NamedTuple):
 
 def encode(digits: str) -> list[int]:
     """Token ids of a string of digits, e.g. ``"307"`` -> ``[6, 3, 10]``."""
-    if not isinstance(digits, str) or not digits or not digits.isdigit() or not digits.isascii():
+    if not isinstance(digits, str):
+        raise TypeError(f"digits must be a non-empty string of the digits 0-9, got {digits!r}")
+    if not digits or not digits.isdigit() or not digits.isascii():
         raise ValueError(f"digits must be a non-empty string of the digits 0-9, got {digits!r}")
     return [len(SPECIALS) + int(c) for c in digits]
 
@@ -81,8 +82,7 @@ def _ids(tokens) -> list[int]:
     """A token sequence as a list of ids, each checked to be in ``[0, VOCAB_SIZE)``."""
     ids = tokens.tolist() if isinstance(tokens, torch.Tensor) else list(tokens)
     for i in ids:
-        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < VOCAB_SIZE:
-            raise ValueError(f"tokens must be ids in [0, {VOCAB_SIZE}), got {i!r}")
+        require_int(i, "tokens", 0, VOCAB_SIZE - 1)
     return ids
 
 
@@ -104,7 +104,9 @@ def labels(tokens, length: int | None = None) -> list[str]:
 
 def make_batch(sources: list[str]) -> Batch:
     """Pad a list of digit strings into a :class:`Batch` whose targets are the reversed strings."""
-    if not isinstance(sources, (list, tuple)) or not sources:
+    if not isinstance(sources, (list, tuple)):
+        raise TypeError(f"sources must be a non-empty list of digit strings, got {sources!r}")
+    if not sources:
         raise ValueError(f"sources must be a non-empty list of digit strings, got {sources!r}")
     encoded = [encode(s) for s in sources]
     width = max(map(len, encoded)) + 1
@@ -151,14 +153,3 @@ def reversal_task(
         raise ValueError(f"only {len(strings)} distinct strings of length {min_len}-{max_len}; asked for {total}")
     cut1, cut2 = num_train, num_train + num_valid
     return Splits(make_batch(strings[:cut1]), make_batch(strings[cut1:cut2]), make_batch(strings[cut2:]))
-
-
-def check_tokens(tokens: torch.Tensor, name: str) -> None:
-    """Raise unless ``tokens`` is a 2-D int64 tensor of ids in ``[0, VOCAB_SIZE)``."""
-    require_tensor(tokens, name)
-    if tokens.dtype != torch.long or tokens.ndim != 2:
-        raise ValueError(f"{name} must be a (B, T) int64 tensor of token ids, got {tokens.dtype} {tuple(tokens.shape)}")
-    if tokens.numel() and (tokens.min() < 0 or tokens.max() >= VOCAB_SIZE):
-        raise ValueError(
-            f"{name} must hold token ids in [0, {VOCAB_SIZE}), got values {int(tokens.min())}..{int(tokens.max())}"
-        )

@@ -1,6 +1,6 @@
 """Training and scoring the sequence-to-sequence models of notebooks 07 and 08.
 
-Every model here is called as ``model(src, src_len, tgt_in) -> logits (B, T, N)`` (teacher forcing) and
+Every model here is called as ``model(src, src_len, tgt_in) -> logits (B, T, C)`` (teacher forcing) and
 has ``model.greedy(src, src_len, max_len) -> (tokens (B, max_len), weights)``. Shapes as in
 :mod:`attn_course.tasks`.
 """
@@ -24,12 +24,10 @@ from .tasks import EOS, PAD, Batch, Splits, labels, to_text
 __all__ = [
     "History",
     "train_seq2seq",
-    "predict",
     "sequence_accuracy",
     "accuracy_by_length",
     "plot_history",
     "plot_accuracy_by_length",
-    "alignment_panels",
     "plot_decoding_step",
 ]
 
@@ -74,7 +72,7 @@ def train_seq2seq(
     gen = torch.Generator().manual_seed(require_int(seed, "seed", 0))
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     steps = epochs * math.ceil(len(data.train) / batch_size)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 0.5 * (1 + math.cos(math.pi * step / steps)))
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=steps)  # lr * (1 + cos(pi t / steps)) / 2
     loss_fn = nn.CrossEntropyLoss(ignore_index=PAD)
     history = History()
     start = time.perf_counter()
@@ -83,8 +81,8 @@ def train_seq2seq(
         total, count = 0.0, 0
         for index in torch.randperm(len(data.train), generator=gen).split(batch_size):
             batch = _trim(data.train.select(index))
-            logits = model(batch.src, batch.src_len, batch.tgt_in)  # (B, T, N)
-            loss = loss_fn(logits.flatten(0, 1), batch.tgt_out.flatten())  # (B * T, N) vs (B * T,)
+            logits = model(batch.src, batch.src_len, batch.tgt_in)  # (B, T, C)
+            loss = loss_fn(logits.flatten(0, 1), batch.tgt_out.flatten())  # (B * T, C) vs (B * T,)
             optimizer.zero_grad()
             loss.backward()
             nn.utils.clip_grad_norm_(model.parameters(), clip)
@@ -103,14 +101,6 @@ def _trim(batch: Batch) -> Batch:
     """Drop the columns that are padding in every row of this batch (shorter loops, same result)."""
     width = int(batch.src_len.max())
     return Batch(batch.src[:, :width], batch.src_len, batch.tgt_in[:, :width], batch.tgt_out[:, :width])
-
-
-def predict(model: nn.Module, batch: Batch) -> list[str]:
-    """Greedy predictions as digit strings (room for one token more than the longest target)."""
-    _check_model(model)
-    model.eval()
-    tokens, _ = model.greedy(batch.src, batch.src_len, max_len=batch.tgt_out.shape[1] + 1)
-    return [to_text(row) for row in tokens]
 
 
 def _until_eos(row: torch.Tensor) -> tuple[int, ...]:
@@ -172,7 +162,7 @@ def plot_accuracy_by_length(results: dict[str, dict[int, float]], ax=None, figsi
     return fig
 
 
-def alignment_panels(weights: torch.Tensor, batch: Batch, tokens: torch.Tensor, indices) -> dict:
+def _alignment_panels(weights: torch.Tensor, batch: Batch, tokens: torch.Tensor, indices) -> dict:
     """Cut the attention of examples ``indices`` to their real size and label it, for ``show_heatmaps``.
 
     Args:
@@ -204,9 +194,9 @@ def plot_alignments(
 ) -> Figure:
     """Heatmaps of the attention of a few decoded examples, each at its own size, with one colour bar.
 
-    Arguments as in :func:`alignment_panels`. Rows are output tokens, columns are source tokens.
+    Arguments as in :func:`_alignment_panels`. Rows are output tokens, columns are source tokens.
     """
-    panels = alignment_panels(weights, batch, tokens, indices)
+    panels = _alignment_panels(weights, batch, tokens, indices)
     widths = [m.shape[1] for m in panels["matrices"]]
     if not widths:
         raise ValueError("indices must pick at least one example")
@@ -241,8 +231,7 @@ def plot_decoding_step(
             f"need S = {num_src} source labels and T = {num_steps} output labels, "
             f"got {len(src_labels)} and {len(out_labels)}"
         )
-    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step < num_steps:
-        raise ValueError(f"step must be an integer in [0, {num_steps - 1}], got {step!r}")
+    require_int(step, "step", 0, num_steps - 1)
     w = weights.detach().cpu().double()
     fig, (ax_bar, ax_map) = plt.subplots(1, 2, figsize=figsize, layout="constrained", width_ratios=(1.2, 1))
     colours = ["tab:red" if j == int(w[step].argmax()) else "tab:gray" for j in range(num_src)]

@@ -6,7 +6,7 @@
 Transformer (Vaswani et al., 2017).
 
 Shapes: ``B`` batch, ``S`` source length, ``T`` target length, ``D`` model size (``num_hiddens``),
-``F`` hidden units of the feed-forward network, ``H`` heads, ``L`` layers, ``N`` vocabulary size.
+``U`` hidden units of the feed-forward network, ``H`` heads, ``L`` layers, ``C`` vocabulary size.
 """
 
 from __future__ import annotations
@@ -14,16 +14,13 @@ from __future__ import annotations
 import math
 
 import torch
-from matplotlib.figure import Figure
 from torch import nn
 
-from ._validate import require_int
+from ._validate import require_int, require_source, require_target
 from .masking import causal_mask
 from .multihead import MultiHeadAttention
-from .plotting import show_heatmaps
 from .positional import positional_encoding
-from .seq2seq import check_source, check_target
-from .tasks import BOS, EOS, PAD, VOCAB_SIZE, Batch, labels, to_text
+from .tasks import BOS, EOS, PAD, VOCAB_SIZE
 
 __all__ = [
     "PositionWiseFFN",
@@ -31,7 +28,6 @@ __all__ = [
     "EncoderBlock",
     "DecoderBlock",
     "TransformerSeq2Seq",
-    "plot_transformer_attention",
 ]
 
 
@@ -44,7 +40,7 @@ class PositionWiseFFN(nn.Module):
         self.dense2 = nn.Linear(ffn_hiddens, num_hiddens)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.dense2(torch.relu(self.dense1(x)))  # (B, T, D) -> (B, T, F) -> (B, T, D)
+        return self.dense2(torch.relu(self.dense1(x)))  # (B, T, D) -> (B, T, U) -> (B, T, D)
 
 
 class AddNorm(nn.Module):
@@ -95,19 +91,19 @@ class DecoderBlock(nn.Module):
         self.addnorm3 = AddNorm(num_hiddens, dropout)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, src_len: torch.Tensor) -> torch.Tensor:
-        mask = causal_mask(x.shape[1])  # (T, T): position t sees positions 0..t
+        mask = causal_mask(x.shape[1], device=x.device)  # (T, T): position t sees positions 0..t
         y = self.addnorm1(x, self.self_attention(x, x, x, mask=mask))  # (B, T, D)
         z = self.addnorm2(y, self.cross_attention(y, memory, memory, src_len))  # (B, T, D) attends to (B, S, D)
         return self.addnorm3(z, self.ffn(z))  # (B, T, D)
 
 
 class TransformerSeq2Seq(nn.Module):
-    """Encoder-decoder Transformer: ``model(src, src_len, tgt_in)`` gives logits (B, T, N) (teacher forcing).
+    """Encoder-decoder Transformer: ``model(src, src_len, tgt_in)`` gives logits (B, T, C) (teacher forcing).
 
     Args:
         num_hiddens: D, the model size, divisible by ``num_heads``.
         num_heads: H. num_layers: L blocks in the encoder and L in the decoder.
-        ffn_hiddens: F. dropout: on attention weights and sublayer outputs.
+        ffn_hiddens: U. dropout: on attention weights and sublayer outputs.
         max_len: longest sequence the positional encoding covers.
 
     Source and target share one token embedding (same digits). As in the Transformer paper, embeddings
@@ -155,15 +151,15 @@ class TransformerSeq2Seq(nn.Module):
         return x
 
     def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_len: torch.Tensor) -> torch.Tensor:
-        """Logits (B, T, N) for every target position, each seeing only the target tokens up to itself."""
+        """Logits (B, T, C) for every target position, each seeing only the target tokens up to itself."""
         y = self._embed(tgt_in, "tgt_in")
         for block in self.decoder:
             y = block(y, memory, src_len)
-        return self.dense(y)  # (B, T, D) -> (B, T, N)
+        return self.dense(y)  # (B, T, D) -> (B, T, C)
 
     def forward(self, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
-        check_source(src, src_len)
-        check_target(tgt_in, src)
+        require_source(src, src_len, VOCAB_SIZE)
+        require_target(tgt_in, src, VOCAB_SIZE)
         return self.decode(tgt_in, self.encode(src, src_len), src_len)
 
     def attention_weights(self) -> dict[str, torch.Tensor]:
@@ -189,10 +185,10 @@ class TransformerSeq2Seq(nn.Module):
         :meth:`attention_weights` for the final prefix (causal masking makes every row the same as when
         that step was decoded).
         """
-        check_source(src, src_len)
+        require_source(src, src_len, VOCAB_SIZE)
         require_int(max_len, "max_len")
         memory = self.encode(src, src_len)
-        tgt = torch.full((src.shape[0], 1), BOS, dtype=torch.long)  # (B, 1)
+        tgt = torch.full((src.shape[0], 1), BOS, dtype=torch.long, device=src.device)  # (B, 1)
         for _ in range(max_len):
             nxt = self.decode(tgt, memory, src_len)[:, -1].argmax(dim=-1)  # (B,)
             tgt = torch.cat([tgt, nxt.unsqueeze(1)], dim=1)  # (B, t + 1)
@@ -200,60 +196,3 @@ class TransformerSeq2Seq(nn.Module):
         tokens = tgt[:, 1:]
         after_eos = (tokens == EOS).long().cumsum(dim=1) - (tokens == EOS).long() > 0  # strictly after the 1st EOS
         return tokens.masked_fill(after_eos, PAD), self.attention_weights()
-
-
-ATTENTION_KINDS = {
-    "encoder": ("encoder self-attention", "source", "source"),
-    "decoder": ("decoder self-attention (causal)", "decoder input", "decoder input"),
-    "cross": ("cross-attention: output attends to source", "source", "decoder input"),
-}
-
-
-def plot_transformer_attention(
-    weights: dict, batch: Batch, tokens: torch.Tensor, index: int = 0, kind: str = "cross", figsize=None
-) -> Figure:
-    """Heatmaps of one example's attention in every layer (rows) and head (columns).
-
-    Args:
-        weights: ``TransformerSeq2Seq.greedy``'s weights: ``kind`` -> (B, L, H, queries, keys).
-        batch: the decoded examples. tokens: (B, T) the decoded tokens.
-        index: which example. kind: ``"encoder"``, ``"decoder"`` or ``"cross"``.
-    """
-    if kind not in ATTENTION_KINDS:
-        raise ValueError(f"kind must be one of {sorted(ATTENTION_KINDS)}, got {kind!r}")
-    if not isinstance(weights, dict) or kind not in weights:
-        raise ValueError(
-            f"weights must be the dict of attention weights from TransformerSeq2Seq.greedy, got {weights!r}"
-        )
-    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(batch):
-        raise ValueError(f"index must be an integer in [0, {len(batch) - 1}], got {index!r}")
-    src_len = int(batch.src_len[index])
-    out = tokens[index].tolist()
-    out_len = out.index(EOS) + 1 if EOS in out else len(out)
-    src_labels = labels(batch.src[index], src_len)
-    dec_labels = ["<bos>"] + labels(tokens[index], out_len - 1)  # what the decoder read at each step
-    title, xlabel, ylabel = ATTENTION_KINDS[kind]
-    w = weights[kind][index]  # (L, H, queries, keys)
-    num_layers, num_heads = w.shape[:2]
-    if kind == "encoder":
-        w, xl, yl = w[:, :, :src_len, :src_len], src_labels, src_labels
-    elif kind == "decoder":
-        w, xl, yl = w[:, :, :out_len, :out_len], dec_labels, dec_labels
-    else:
-        w, xl, yl = w[:, :, :out_len, :src_len], src_labels, dec_labels
-    titles = [f"layer {layer + 1}, head {head + 1}" for layer in range(num_layers) for head in range(num_heads)]
-    if figsize is None:  # about 0.2 inch per cell: compact enough to redraw fast from a slider
-        figsize = (num_heads * (0.2 * w.shape[-1] + 0.9) + 1.3, num_layers * (0.2 * w.shape[-2] + 1.0) + 0.6)
-    return show_heatmaps(
-        w,
-        xlabel=xlabel,
-        ylabel=ylabel,
-        titles=titles,
-        xticklabels=xl,
-        yticklabels=yl,
-        vmin=0.0,
-        vmax=1.0,
-        annotate=False,
-        suptitle=f"{title}: {to_text(batch.src[index])} -> {to_text(tokens[index])}",
-        figsize=figsize,
-    )

@@ -32,14 +32,19 @@ from matplotlib.figure import Figure
 from PIL import Image
 
 from . import _frames
+from ._validate import require_int
 
-__all__ = ["slider_panel", "figure_png"]
+__all__ = ["slider_panel"]
 
 # ipykernel handles widget messages without waiting for the running cell, on other threads, so a redraw
 # can run while a cell (or another panel) draws. One redraw at a time, and each touches only its own figures.
 _DRAW_LOCK = threading.RLock()
 LAYOUTS_KEPT = 64  # layouts remembered per panel (one per figure shape met while sliding)
 FIGURES_KEPT = 4  # figures a panel keeps to redraw in place: a control that changes the figure's shape and back
+# Titles at a fixed height above the axes, for the figures a panel builds. Left to itself, matplotlib measures every
+# tick label again on each draw to check that none sits above the axes (none does in the course's figures): a tenth
+# of a redraw. Set while the plotting function runs, never globally.
+TITLES_AT_TOP = {"axes.titley": 1.0}
 
 
 def _text_shape(text: str) -> int:
@@ -87,7 +92,7 @@ def _layout_key(fig: Figure) -> tuple:
     return tuple(key)
 
 
-def figure_png(fig: Figure, layouts: OrderedDict | None = None) -> bytes:
+def _figure_png(fig: Figure, layouts: OrderedDict | None = None) -> bytes:
     """Draw ``fig`` once and return it as PNG bytes.
 
     Args:
@@ -174,8 +179,7 @@ def slider_panel(
     clash = sorted(set(fixed) & set(controls))
     if clash:
         raise ValueError(f"fixed and controls must not name the same argument, both name {clash}")
-    if isinstance(columns, bool) or not isinstance(columns, int) or columns < 1:
-        raise ValueError(f"columns must be a positive integer, got {columns!r}")
+    require_int(columns, "columns")
     for control in controls.values():  # show whole labels ("bandwidth h"), not ipywidgets' truncated default
         if hasattr(control, "style") and hasattr(control.style, "description_width"):
             control.style.description_width = "initial"
@@ -187,7 +191,8 @@ def slider_panel(
     # Draw the defaults once outside the widget first: an exception raised inside the widget's output
     # area is shown there but swallowed, so a broken panel would otherwise pass a notebook test run.
     before = set(plt.get_fignums())
-    first = plot_fn(**fixed, **{name: control.value for name, control in controls.items()})
+    with plt.rc_context(TITLES_AT_TOP):
+        first = plot_fn(**fixed, **{name: control.value for name, control in controls.items()})
     opened = [first] if isinstance(first, Figure) else [plt.figure(n) for n in plt.get_fignums() if n not in before]
     title = _frames.describe_figure(opened[0]) if opened else "a figure"
     for fig in opened:
@@ -201,7 +206,8 @@ def slider_panel(
             threads = torch.get_num_threads()
             torch.set_num_threads(1)  # a figure's tensors are small: see the module's docstring
             try:
-                return draw({name: control.value for name, control in controls.items()} | changes)
+                with plt.rc_context(TITLES_AT_TOP):
+                    return draw({name: control.value for name, control in controls.items()} | changes)
             finally:
                 torch.set_num_threads(threads)
 
@@ -210,7 +216,7 @@ def slider_panel(
             if fig._attn_course_update[1](**fixed, **values):  # same figure, new data: no new axes or ticks
                 kept.remove(fig)
                 kept.insert(0, fig)
-                return [figure_png(fig, layouts)]
+                return [_figure_png(fig, layouts)]
         before = set(plt.get_fignums())
         result = plot_fn(**fixed, **values)
         # Only this call's figures: the one plot_fn returns, else those it opened. Never pyplot's whole list,
@@ -220,7 +226,7 @@ def slider_panel(
         else:
             figures = [plt.figure(num) for num in plt.get_fignums() if num not in before]
         try:
-            return [figure_png(fig, layouts) for fig in figures]
+            return [_figure_png(fig, layouts) for fig in figures]
         finally:
             for fig in figures:
                 plt.close(fig)  # out of pyplot's hands; a figure kept below can still be drawn

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch.utils.benchmark import Timer
 
 import attn_course as ac
-from attn_course.scoring import check_qkv
+from attn_course._validate import require_qkv
 
 SIZES = [  # (B, H, Q = K, D)
     (2, 1, 10, 8),
@@ -62,7 +62,7 @@ def _inputs(batch: int, heads: int, length: int, d: int, seed: int = 0) -> dict:
     scores = (q @ k.transpose(-2, -1) / math.sqrt(d)).reshape(batch * heads, length, length)  # (B * H, Q, K)
     return {
         "ac": ac,
-        "check_qkv": check_qkv,
+        "require_qkv": require_qkv,
         "F": F,
         "torch": torch,
         "q": q,
@@ -121,7 +121,7 @@ CASES = [
     ),
     (
         "(floor) input checks only",
-        "check_qkv(q3, k3, v3)",
+        "require_qkv(q3, k3, v3)",
         "F.scaled_dot_product_attention(q, k, v)",
         "F.scaled_dot_product_attention (fused)",
         False,

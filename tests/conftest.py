@@ -67,3 +67,23 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+def _error_for(value, right_type) -> type[Exception]:
+    """The house rule for bad input: a value of the wrong type raises TypeError, a wrong value ValueError.
+    ``bool`` counts as the wrong type where an int or a float is asked for."""
+    if isinstance(value, bool) or not isinstance(value, right_type):
+        return TypeError
+    return ValueError
+
+
+@pytest.fixture
+def int_error():
+    """``int_error(value)``: the exception an integer argument must raise for ``value``."""
+    return lambda value: _error_for(value, int)
+
+
+@pytest.fixture
+def number_error():
+    """``number_error(value)``: the exception a number argument (int or float) must raise for ``value``."""
+    return lambda value: _error_for(value, (int, float))

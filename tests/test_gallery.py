@@ -12,7 +12,8 @@ from matplotlib.collections import QuadMesh
 from matplotlib.figure import Figure
 from torch.testing import assert_close
 
-from attn_course import PATTERNS, pattern_scores, plot_masking_demo, plot_pattern_gallery
+from attn_course import pattern_scores, plot_masking_demo, plot_pattern_gallery
+from attn_course.gallery import PATTERNS
 
 
 def _panels(fig):
@@ -120,8 +121,10 @@ def test_pattern_scores_default_size_and_strength():
     ],
     ids=["unknown-kind", "none-kind", "one", "zero", "float", "bool", "str"],
 )
-def test_pattern_scores_error_messages(args, match):
-    with pytest.raises(ValueError, match=match):
+def test_pattern_scores_error_messages(args, match, int_error):
+    kind = args[0]
+    error = TypeError if not isinstance(kind, str) else ValueError if len(args) == 1 else int_error(args[1])
+    with pytest.raises(error, match=match):
         pattern_scores(*args)
 
 
@@ -248,8 +251,8 @@ def test_plot_masking_demo_seed_and_empty_sequence():
     ],
     ids=["too-long", "negative", "second-too-long", "float", "bool"],
 )
-def test_plot_masking_demo_error_messages_open_no_figure(kwargs, match):
-    with pytest.raises(ValueError, match=match):
+def test_plot_masking_demo_error_messages_open_no_figure(kwargs, match, int_error):
+    with pytest.raises(int_error(*kwargs.values()), match=match):
         plot_masking_demo(**kwargs)
     assert plt.get_fignums() == []
 

@@ -364,12 +364,12 @@ V3 = torch.tensor([1.0, 2.0, 3.0])
         ({"bandwidth": float("inf")}, ValueError, r"bandwidth must be a finite number > 0, got inf"),
         ({"bandwidth": torch.tensor(-2.0)}, ValueError, r"bandwidth must be a finite number > 0, got -2\.0"),
         ({"bandwidth": torch.tensor([1.0, 2.0])}, ValueError, r"bandwidth must be a single number.*shape \(2,\)"),
-        ({"bandwidth": "1"}, TypeError, r"bandwidth must be a positive number, got str '1'"),
-        ({"bandwidth": True}, TypeError, r"bandwidth must be a positive number, got bool True"),
+        ({"bandwidth": "1"}, TypeError, r"bandwidth must be a finite number > 0, got '1' \(str\)"),
+        ({"bandwidth": True}, TypeError, r"bandwidth must be a finite number > 0, got True \(bool\)"),
         (
             {"kernel": "triangle"},
             ValueError,
-            r"kernel must be one of \['boxcar', 'constant', 'epanechnikov', 'gaussian'\].*got 'triangle'",
+            r"kernel must be one of \['gaussian', 'boxcar', 'epanechnikov', 'constant'\].*got 'triangle'",
         ),
         ({"kernel": 3}, TypeError, r"kernel must be a kernel name or a function K\(u\), got int"),
         (

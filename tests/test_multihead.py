@@ -1,4 +1,4 @@
-"""attn_course.multihead: split_heads, merge_heads and MultiHeadAttention."""
+"""attn_course.multihead: split_heads, merge_heads, multi_head_attention and MultiHeadAttention."""
 
 import math
 
@@ -16,6 +16,7 @@ from attn_course import (
     MultiHeadAttention,
     causal_mask,
     merge_heads,
+    multi_head_attention,
     plot_head_weights,
     scaled_dot_product_attention,
     split_heads,
@@ -121,9 +122,9 @@ def test_split_and_merge_heads_error_messages(fn, x, num_heads, error, match):
     [(0, "0"), (-2, "-2"), (2.0, r"2\.0"), (True, "True")],
     ids=["zero", "negative", "float", "bool"],
 )
-def test_split_and_merge_heads_reject_a_bad_num_heads(fn, num_heads, shown):
+def test_split_and_merge_heads_reject_a_bad_num_heads(fn, num_heads, shown, int_error):
     """As MultiHeadAttention does: not a ZeroDivisionError, a reshape error, or True taken as one head."""
-    with pytest.raises(ValueError, match=rf"num_heads must be a positive integer, got {shown}"):
+    with pytest.raises(int_error(num_heads), match=rf"num_heads must be an integer >= 1, got {shown}"):
         fn(torch.zeros(4, 3, 8), num_heads)
 
 
@@ -454,24 +455,26 @@ def test_mha_does_not_modify_inputs(dtype, gen, call_unmodified):
     "kwargs, match",
     [
         ({"num_hiddens": 6, "num_heads": 4}, r"num_hiddens = 6 must be divisible by num_heads = 4"),
-        ({"num_hiddens": 0, "num_heads": 1}, r"num_hiddens must be a positive integer, got 0"),
-        ({"num_hiddens": 8.0, "num_heads": 2}, r"num_hiddens must be a positive integer, got 8\.0"),
-        ({"num_hiddens": True, "num_heads": 1}, r"num_hiddens must be a positive integer, got True"),
-        ({"num_hiddens": 8, "num_heads": 0}, r"num_heads must be a positive integer, got 0"),
-        ({"num_hiddens": 8, "num_heads": -2}, r"num_heads must be a positive integer, got -2"),
-        ({"num_hiddens": 8, "num_heads": "2"}, r"num_heads must be a positive integer, got '2'"),
+        ({"num_hiddens": 0, "num_heads": 1}, r"num_hiddens must be an integer >= 1, got 0"),
+        ({"num_hiddens": 8.0, "num_heads": 2}, r"num_hiddens must be an integer >= 1, got 8\.0"),
+        ({"num_hiddens": True, "num_heads": 1}, r"num_hiddens must be an integer >= 1, got True"),
+        ({"num_hiddens": 8, "num_heads": 0}, r"num_heads must be an integer >= 1, got 0"),
+        ({"num_hiddens": 8, "num_heads": -2}, r"num_heads must be an integer >= 1, got -2"),
+        ({"num_hiddens": 8, "num_heads": "2"}, r"num_heads must be an integer >= 1, got '2'"),
     ],
     ids=["not-divisible", "zero-hiddens", "float-hiddens", "bool-hiddens", "zero-heads", "negative-heads", "str-heads"],
 )
-def test_mha_bad_num_hiddens_and_num_heads(kwargs, match):
-    with pytest.raises(ValueError, match=match):
+def test_mha_bad_num_hiddens_and_num_heads(kwargs, match, int_error):
+    name = match.split(" ")[0]  # the argument the message names
+    error = ValueError if name not in kwargs else int_error(kwargs[name])
+    with pytest.raises(error, match=match):
         MultiHeadAttention(**kwargs)
 
 
 @pytest.mark.parametrize("arg", ["query_size", "key_size", "value_size"])
 @pytest.mark.parametrize("value, shown", [(0, "0"), (-1, "-1"), (2.5, r"2\.5"), (True, "True"), ("4", "'4'")])
-def test_mha_bad_input_sizes(arg, value, shown):
-    with pytest.raises(ValueError, match=rf"{arg} must be a positive integer, got {shown}"):
+def test_mha_bad_input_sizes(arg, value, shown, int_error):
+    with pytest.raises(int_error(value), match=rf"{arg} must be an integer >= 1, got {shown}"):
         MultiHeadAttention(8, 2, **{arg: value})
 
 
@@ -479,8 +482,8 @@ def test_mha_bad_input_sizes(arg, value, shown):
     "dropout, shown",
     [(-0.1, r"-0\.1"), (1.0, r"1\.0"), ("0.1", r"'0\.1'"), (True, "True"), (float("nan"), "nan"), (None, "None")],
 )
-def test_mha_bad_dropout(dropout, shown):
-    with pytest.raises(ValueError, match=rf"dropout must be a probability in \[0, 1\), got {shown}"):
+def test_mha_bad_dropout(dropout, shown, number_error):
+    with pytest.raises(number_error(dropout), match=rf"dropout must be a probability in \[0, 1\), got {shown}"):
         MultiHeadAttention(8, 2, dropout=dropout)
 
 
@@ -513,21 +516,21 @@ def test_mha_bad_dropout(dropout, shown):
             torch.zeros(3, 5, 6),
             torch.zeros(2, 5, 5),
             ValueError,
-            r"must share the batch size.*got \(2, 3, 4\), \(3, 5, 6\), \(2, 5, 5\)",
+            r"must share the batch size B, got queries \(2, 3, 4\), keys \(3, 5, 6\), values \(2, 5, 5\)",
         ),
         (
             torch.zeros(2, 3, 4),
             torch.zeros(2, 5, 6),
             torch.zeros(2, 4, 5),
             ValueError,
-            r"keys and values the length; got \(2, 3, 4\), \(2, 5, 6\), \(2, 4, 5\)",
+            r"values must have one row per key: values\.shape\[1\] must be K = 5 .*got values \(2, 4, 5\)",
         ),
         (
             torch.zeros(3, 4),
             torch.zeros(2, 5, 6),
             torch.zeros(2, 5, 5),
             ValueError,
-            r"queries must have shape \(B, T, 4\) \(3-D\), got shape \(3, 4\) \(2-D\)",
+            r"queries must have shape \(B, Q, D\) \(3-D\), got shape \(3, 4\) \(2-D\)",
         ),
         (
             torch.zeros(2, 3, 4),
@@ -711,15 +714,15 @@ def test_plot_head_weights_seed_tokens_and_empty_panels():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"num_heads": 0}, r"num_heads must be a positive integer, got 0"),
-        ({"num_heads": 2.0}, r"num_heads must be a positive integer, got 2\.0"),
+        ({"num_heads": 0}, r"num_heads must be an integer >= 1, got 0"),
+        ({"num_heads": 2.0}, r"num_heads must be an integer >= 1, got 2\.0"),
         ({"num_heads": 3}, r"num_hiddens = 16 must be divisible by num_heads = 3"),
-        ({"num_hiddens": 0}, r"num_hiddens must be a positive integer, got 0"),
+        ({"num_hiddens": 0}, r"num_hiddens must be an integer >= 1, got 0"),
     ],
     ids=["zero-heads", "float-heads", "not-divisible", "zero-hiddens"],
 )
-def test_plot_head_weights_error_messages(kwargs, match):
-    with pytest.raises(ValueError, match=match):
+def test_plot_head_weights_error_messages(kwargs, match, int_error):
+    with pytest.raises(int_error(*kwargs.values()), match=match):
         plot_head_weights(**kwargs)
     assert plt.get_fignums() == []
 
@@ -730,3 +733,93 @@ def test_plot_head_weights_draws_on_given_axes():
     got = plot_head_weights(num_heads=2, num_hiddens=8, axes=axes)
     assert got is fig and plt.get_fignums() == [fig.number]
     assert [ax.get_title() for ax in axes] == ["head 1", "head 2"]
+
+
+# ----------------------------------------------------------------------------------------------
+# multi_head_attention: the pure function that MultiHeadAttention wraps
+# ----------------------------------------------------------------------------------------------
+
+
+def _projections(gen, dtype, d=8, dq=8, dk=8, dv=8):
+    """Four random weight matrices (out, in), as nn.Linear stores them."""
+    return [torch.randn(d, size, generator=gen, dtype=dtype) / math.sqrt(size) for size in (dq, dk, dv, d)]
+
+
+@pytest.mark.parametrize("num_heads", [1, 2, 4])
+def test_multi_head_attention_matches_a_loop_over_heads(num_heads, dtype, gen, call_unmodified):
+    """Head h attends with its own slice of W_q, W_k and W_v; the concatenated outputs go through W_o."""
+    queries, keys, values = _qkv(gen, dtype, dq=6, dk=5, dv=7)
+    w_q, w_k, w_v, w_o = _projections(gen, dtype, dq=6, dk=5, dv=7)
+    out, weights = call_unmodified(
+        multi_head_attention, queries, keys, values, lambda x: x @ w_q.T, lambda x: x @ w_k.T,
+        lambda x: x @ w_v.T, lambda x: x @ w_o.T, num_heads,
+    )  # fmt: skip
+    dh = 8 // num_heads
+    heads, per_head = [], []
+    for h in range(num_heads):
+        cols = slice(h * dh, (h + 1) * dh)
+        q, k, v = queries @ w_q[cols].T, keys @ w_k[cols].T, values @ w_v[cols].T  # (B, T, dh) each
+        a = torch.softmax(q @ k.transpose(1, 2) / math.sqrt(dh), dim=-1)  # (B, Q, K)
+        per_head.append(a)
+        heads.append(a @ v)  # (B, Q, dh)
+    assert_close(out, torch.cat(heads, dim=-1) @ w_o.T)
+    assert_close(weights, torch.stack(per_head, dim=1))  # (B, H, Q, K)
+
+
+def test_multi_head_attention_matches_torch_multihead_attention(gen):
+    """The same numbers as torch.nn.MultiheadAttention given the same four projections (no biases)."""
+    queries, keys, values = _qkv(gen, torch.float64)
+    torch_layer = nn.MultiheadAttention(8, 2, bias=False, batch_first=True, dtype=torch.float64).eval()
+    w_q, w_k, w_v = torch_layer.in_proj_weight.detach().chunk(3)
+    w_o = torch_layer.out_proj.weight.detach()
+    lens = torch.tensor([5, 2])
+    allowed = _bool_mask(lens, 3, 5)  # (B, Q, K)
+    with torch.no_grad():
+        expected, expected_w = torch_layer(
+            queries, keys, values, key_padding_mask=~allowed[:, 0], average_attn_weights=False
+        )
+        out, weights = multi_head_attention(
+            queries, keys, values, lambda x: x @ w_q.T, lambda x: x @ w_k.T, lambda x: x @ w_v.T,
+            lambda x: x @ w_o.T, 2, valid_lens=lens,
+        )  # fmt: skip
+    assert_close(out, expected)
+    assert_close(weights, expected_w)
+
+
+def test_multi_head_attention_layer_is_the_function_with_its_own_projections(gen):
+    layer = _layer(torch.float64, query_size=6, key_size=5, value_size=7).eval()
+    queries, keys, values = _qkv(gen, torch.float64, dq=6, dk=5, dv=7)
+    mask = causal_mask(3, 5)
+    with torch.no_grad():
+        expected = layer(queries, keys, values, mask=mask)
+        out, weights = multi_head_attention(
+            queries, keys, values, layer.W_q, layer.W_k, layer.W_v, layer.W_o, 2, mask=mask
+        )
+    assert_close(out, expected)
+    assert_close(weights, layer.attention_weights)
+
+
+@pytest.mark.parametrize(
+    "override, error, match",
+    [
+        ({"W_k": "not a layer"}, TypeError, r"W_k must be a projection such as nn\.Linear, got str"),
+        ({"num_heads": 0}, ValueError, r"num_heads must be an integer >= 1, got 0"),
+        ({"num_heads": 2.0}, TypeError, r"num_heads must be an integer >= 1, got 2\.0 \(float\)"),
+        (
+            {"mask": torch.ones(3, 5)},
+            TypeError,
+            r"mask must be a bool tensor \(True = may attend\), got torch\.float32",
+        ),
+        ({"mask": torch.ones(5, 3, dtype=torch.bool)}, ValueError, r"mask must have shape \(Q, K\), \(1, Q, K\)"),
+        ({"valid_lens": torch.tensor([1.0, 2.0])}, TypeError, r"valid_lens must be an integer tensor"),
+        ({"queries": torch.full((2, 3, 8), math.nan)}, ValueError, r"queries must be finite, got NaN or infinity"),
+    ],
+    ids=["projection-not-callable", "zero-heads", "float-heads", "float-mask", "mask-shape", "float-lens", "nan"],
+)
+def test_multi_head_attention_error_messages(override, error, match, gen):
+    queries, keys, values = _qkv(gen, torch.float32)
+    linear = nn.Linear(8, 8, bias=False)
+    args = {"queries": queries, "keys": keys, "values": values, "W_q": linear, "W_k": linear, "W_v": linear}
+    args |= {"W_o": linear, "num_heads": 2} | override
+    with pytest.raises(error, match=match):
+        multi_head_attention(**args)

@@ -100,17 +100,17 @@ def test_positional_encoding_honours_the_dtype(dtype):
     [
         ((0, 4), {}, ValueError, r"num_steps must be an integer >= 1, got 0"),
         ((-3, 4), {}, ValueError, r"num_steps must be an integer >= 1, got -3"),
-        ((2.0, 4), {}, ValueError, r"num_steps must be an integer >= 1, got 2\.0"),
-        ((True, 4), {}, ValueError, r"num_steps must be an integer >= 1, got True"),
-        (("5", 4), {}, ValueError, r"num_steps must be an integer >= 1, got '5'"),
+        ((2.0, 4), {}, TypeError, r"num_steps must be an integer >= 1, got 2\.0"),
+        ((True, 4), {}, TypeError, r"num_steps must be an integer >= 1, got True"),
+        (("5", 4), {}, TypeError, r"num_steps must be an integer >= 1, got '5'"),
         ((5, 0), {}, ValueError, r"num_hiddens must be an integer >= 1, got 0"),
-        ((5, 4.0), {}, ValueError, r"num_hiddens must be an integer >= 1, got 4\.0"),
-        ((5, False), {}, ValueError, r"num_hiddens must be an integer >= 1, got False"),
-        ((5, 4), {"base": 1.0}, ValueError, r"base must be a number > 1, got 1\.0"),
-        ((5, 4), {"base": 0.5}, ValueError, r"base must be a number > 1, got 0\.5"),
-        ((5, 4), {"base": float("nan")}, ValueError, r"base must be a number > 1, got nan"),
-        ((5, 4), {"base": "10000"}, ValueError, r"base must be a number > 1, got '10000'"),
-        ((5, 4), {"base": True}, ValueError, r"base must be a number > 1, got True"),
+        ((5, 4.0), {}, TypeError, r"num_hiddens must be an integer >= 1, got 4\.0"),
+        ((5, False), {}, TypeError, r"num_hiddens must be an integer >= 1, got False"),
+        ((5, 4), {"base": 1.0}, ValueError, r"base must be a finite number > 1, got 1\.0"),
+        ((5, 4), {"base": 0.5}, ValueError, r"base must be a finite number > 1, got 0\.5"),
+        ((5, 4), {"base": float("nan")}, ValueError, r"base must be a finite number > 1, got nan"),
+        ((5, 4), {"base": "10000"}, TypeError, r"base must be a finite number > 1, got '10000'"),
+        ((5, 4), {"base": True}, TypeError, r"base must be a finite number > 1, got True"),
         ((5, 4), {"dtype": torch.int64}, TypeError, r"dtype must be a floating torch\.dtype.*got torch\.int64"),
         ((5, 4), {"dtype": torch.bool}, TypeError, r"dtype must be a floating torch\.dtype.*got torch\.bool"),
         ((5, 4), {"dtype": "float32"}, TypeError, r"dtype must be a floating torch\.dtype.*got 'float32'"),
@@ -185,17 +185,18 @@ def test_frequencies_decrease_from_one_towards_one_over_base():
         ((-2,), r"num_hiddens must be an integer >= 1, got -2"),
         ((2.5,), r"num_hiddens must be an integer >= 1, got 2\.5"),
         ((True,), r"num_hiddens must be an integer >= 1, got True"),
-        ((4, 1), r"base must be a number > 1, got 1"),
-        ((4, 0), r"base must be a number > 1, got 0"),
-        ((4, -10.0), r"base must be a number > 1, got -10\.0"),
-        ((4, float("nan")), r"base must be a number > 1, got nan"),
-        ((4, "10"), r"base must be a number > 1, got '10'"),
-        ((4, None), r"base must be a number > 1, got None"),
+        ((4, 1), r"base must be a finite number > 1, got 1"),
+        ((4, 0), r"base must be a finite number > 1, got 0"),
+        ((4, -10.0), r"base must be a finite number > 1, got -10\.0"),
+        ((4, float("nan")), r"base must be a finite number > 1, got nan"),
+        ((4, "10"), r"base must be a finite number > 1, got '10'"),
+        ((4, None), r"base must be a finite number > 1, got None"),
     ],
     ids=["zero", "negative", "float", "bool", "base-one", "base-zero", "base-negative", "base-nan", "base-str", "none"],
 )
-def test_frequencies_error_messages(args, match):
-    with pytest.raises(ValueError, match=match):
+def test_frequencies_error_messages(args, match, int_error, number_error):
+    error = int_error(args[0]) if match.startswith("num_hiddens") else number_error(args[1])
+    with pytest.raises(error, match=match):
         frequencies(*args)
 
 
@@ -265,8 +266,9 @@ def test_rotation_matrix_dtype():
     ],
     ids=["str-delta", "none-delta", "bool-delta", "inf-delta", "nan-omega", "list-omega"],
 )
-def test_rotation_matrix_error_messages(delta, omega, match):
-    with pytest.raises(ValueError, match=match):
+def test_rotation_matrix_error_messages(delta, omega, match, number_error):
+    bad = delta if match.startswith("delta") else omega
+    with pytest.raises(ValueError if isinstance(bad, torch.Tensor) else number_error(bad), match=match):
         rotation_matrix(delta, omega)
 
 
@@ -340,7 +342,7 @@ def test_plot_rotation_draws_on_given_axes_and_shows_fewer_arrows_near_the_end()
     ],
     ids=["delta-negative", "delta-too-big", "delta-float", "delta-bool", "freq-too-big", "freq-negative", "d1", "t1"],
 )
-def test_plot_rotation_error_messages(kwargs, match):
-    with pytest.raises(ValueError, match=match):
+def test_plot_rotation_error_messages(kwargs, match, int_error):
+    with pytest.raises(int_error(*kwargs.values()), match=match):
         plot_rotation(**kwargs)
     assert plt.get_fignums() == []

@@ -3,6 +3,7 @@
 import dataclasses
 import importlib
 import inspect
+import pkgutil
 import re
 import subprocess
 import sys
@@ -13,27 +14,8 @@ import pytest
 
 import attn_course
 
-SUBMODULES = [
-    "kernels",
-    "interpolation",
-    "masking",
-    "scoring",
-    "scaling",
-    "cost",
-    "selfattention",
-    "gallery",
-    "layers",
-    "multihead",
-    "positional",
-    "plotting",
-    "widgets",
-    "tasks",
-    "seq2seq",
-    "transformer",
-    "training",
-    "data",
-    "checks",
-]
+# Every public module of the package, found rather than listed, so that a new module is checked too.
+SUBMODULES = sorted(m.name for m in pkgutil.iter_modules(attn_course.__path__) if not m.name.startswith("_"))
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -123,3 +105,38 @@ def test_import_is_silent_and_has_no_side_effects(tmp_path):
     assert result.stdout == ""
     assert result.stderr == ""
     assert (tmp_path / "problems.txt").read_text() == ""
+
+
+# Public names that no notebook calls but that students meet as API: classes the models are built from or return
+# (their attributes are read in notebooks), kernels reached through KERNELS, and the pure function that the
+# multi-head layer wraps. Every other public name must appear in a notebook's code, or it has no reason to exist.
+STUDENT_API = {
+    "SelfAttentionSteps",  # what self_attention_steps returns
+    "constant",  # kernels, also reached through KERNELS
+    "epanechnikov",
+    "attention_pooling",  # the pooling step that the layers share: softmax of the scores, then weights @ values
+    "multi_head_attention",  # the formula MultiHeadAttention wraps
+    "AttentionDecoder",  # the decoders RNNSeq2Seq is built from
+    "RNNDecoder",
+    "History",  # what train_seq2seq returns
+    "AddNorm",  # a block of the Transformer
+}
+
+
+def _notebook_code() -> str:
+    import json
+
+    cells = []
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        notebook = json.loads(path.read_text())
+        cells += ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
+    return "\n".join(cells)
+
+
+@pytest.mark.parametrize("name", sorted(set(attn_course.__all__) - STUDENT_API))
+def test_every_public_name_is_used_by_a_notebook(name):
+    assert re.search(rf"\b{re.escape(name)}\b", _notebook_code()), f"no notebook uses {name}: make it private"
+
+
+def test_the_student_api_list_names_only_public_names():
+    assert STUDENT_API <= set(attn_course.__all__)

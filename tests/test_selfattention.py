@@ -342,8 +342,8 @@ def test_plot_worked_example_token_1_input_changes_the_figure():
 @pytest.mark.parametrize(
     "token, shown", [(-1, "-1"), (3, "3"), (1.0, r"1\.0"), (True, "True")], ids=["negative", "too-big", "float", "bool"]
 )
-def test_plot_self_attention_steps_token_error_opens_no_figure(token, shown):
-    with pytest.raises(ValueError, match=rf"token must be an index in \[0, 2\], got {shown}"):
+def test_plot_self_attention_steps_token_error_opens_no_figure(token, shown, int_error):
+    with pytest.raises(int_error(token), match=rf"token must be an integer in \[0, 2\], got {shown}"):
         plot_self_attention_steps(*X64, token=token)
     assert plt.get_fignums() == []
 

@@ -6,7 +6,7 @@ from torch import nn
 from torch.testing import assert_close
 
 from attn_course import AdditiveAttention, AttentionDecoder, RNNDecoder, RNNSeq2Seq, Seq2SeqEncoder
-from attn_course.seq2seq import check_source, check_target
+from attn_course._validate import require_source, require_target
 from attn_course.tasks import BOS, EOS, PAD, VOCAB_SIZE, make_batch
 
 SOURCES = ["1234", "56", "7"]  # S = 5 (4 digits + <eos>), src_len = [5, 3, 2]
@@ -94,7 +94,7 @@ def test_encoder_ignores_the_tokens_at_padded_positions():
 def test_encoder_rejects_bad_sizes():
     with pytest.raises(ValueError, match=r"embed_size must be an integer >= 1, got 0"):
         Seq2SeqEncoder(embed_size=0)
-    with pytest.raises(ValueError, match=r"num_hiddens must be an integer >= 1, got 2\.5"):
+    with pytest.raises(TypeError, match=r"num_hiddens must be an integer >= 1, got 2\.5"):
         Seq2SeqEncoder(num_hiddens=2.5)
     with pytest.raises(ValueError, match=r"num_hiddens must be even \(half per direction\), got 7"):
         Seq2SeqEncoder(num_hiddens=7)
@@ -290,19 +290,19 @@ BAD_SOURCES = [
     (
         SRC.float(),
         SRC_LEN,
-        ValueError,
-        r"src must be a \(B, T\) int64 tensor of token ids, got torch\.float32 \(2, 3\)",
+        TypeError,
+        r"src must be a \(B, T\) int64 tensor of token ids, got torch\.float32",
     ),
-    (SRC[0], SRC_LEN, ValueError, r"src must be a \(B, T\) int64 tensor of token ids, got torch\.int64 \(3,\)"),
+    (SRC[0], SRC_LEN, ValueError, r"src must be a \(B, T\) int64 tensor of token ids, got shape \(3,\)"),
     (SRC + 11, SRC_LEN, ValueError, r"src must hold token ids in \[0, 13\), got values 11\.\.17"),
-    (SRC, SRC_LEN.int(), ValueError, r"src_len must be an int64 tensor of shape \(2,\), got torch\.int32 \(2,\)"),
+    (SRC, SRC_LEN.int(), TypeError, r"src_len must be an int64 tensor of shape \(2,\), got torch\.int32"),
     (
         SRC,
         torch.tensor([3, 2, 1]),
         ValueError,
-        r"src_len must be an int64 tensor of shape \(2,\), got torch\.int64 \(3,\)",
+        r"src_len must be an int64 tensor of shape \(2,\), got shape \(3,\)",
     ),
-    (SRC, [3, 2], ValueError, r"src_len must be an int64 tensor of shape \(2,\), got list"),
+    (SRC, [3, 2], TypeError, r"src_len must be a torch\.Tensor, got list"),
     (SRC, torch.tensor([3, 0]), ValueError, r"src_len must lie in \[1, S = 3\], got \[3, 0\]"),
     (SRC, torch.tensor([4, 2]), ValueError, r"src_len must lie in \[1, S = 3\], got \[4, 2\]"),
 ]
@@ -318,24 +318,24 @@ def test_forward_and_greedy_source_error_messages(src, src_len, error, match, at
     with pytest.raises(error, match=match):
         model.greedy(src, src_len, max_len=3)
     with pytest.raises(error, match=match):
-        check_source(src, src_len)
+        require_source(src, src_len, VOCAB_SIZE)
 
 
-def test_check_source_accepts_a_batch():
-    assert check_source(SRC, SRC_LEN) is None
+def test_require_source_accepts_a_batch():
+    assert require_source(SRC, SRC_LEN, VOCAB_SIZE) is None
     batch = _batch()
-    assert check_source(batch.src, batch.src_len) is None
+    assert require_source(batch.src, batch.src_len, VOCAB_SIZE) is None
 
 
 @pytest.mark.parametrize(
     "tgt_in, error, match",
     [
         ([[BOS, 5], [BOS, 6]], TypeError, r"tgt_in must be a torch\.Tensor, got list"),
-        (torch.tensor([[1.0, 5.0], [1.0, 6.0]]), ValueError, r"tgt_in must be a \(B, T\) int64 tensor.*torch\.float32"),
+        (torch.tensor([[1.0, 5.0], [1.0, 6.0]]), TypeError, r"tgt_in must be a \(B, T\) int64 tensor.*torch\.float32"),
         (
             torch.tensor([BOS, 5]),
             ValueError,
-            r"tgt_in must be a \(B, T\) int64 tensor of token ids, got torch\.int64 \(2,\)",
+            r"tgt_in must be a \(B, T\) int64 tensor of token ids, got shape \(2,\)",
         ),
         (
             torch.tensor([[BOS, 13], [BOS, 6]]),
@@ -354,8 +354,8 @@ def test_forward_tgt_in_error_messages(tgt_in, error, match, attention):
 
 
 @pytest.mark.parametrize("max_len, shown", [(0, "0"), (-1, "-1"), (2.0, r"2\.0"), (True, "True"), (None, "None")])
-def test_greedy_max_len_error_messages(max_len, shown):
-    with pytest.raises(ValueError, match=rf"max_len must be an integer >= 1, got {shown}"):
+def test_greedy_max_len_error_messages(max_len, shown, int_error):
+    with pytest.raises(int_error(max_len), match=rf"max_len must be an integer >= 1, got {shown}"):
         _model(True).greedy(SRC, SRC_LEN, max_len)
 
 
@@ -372,10 +372,10 @@ def test_model_sizes_are_checked():
         RNNSeq2Seq(False, num_hiddens=-4)
 
 
-def test_check_target_accepts_one_row_per_source_and_names_tgt_in_otherwise():
+def test_require_target_accepts_one_row_per_source_and_names_tgt_in_otherwise():
     src = torch.tensor([[3, 4, 2], [5, 2, 0]])
-    check_target(torch.tensor([[1, 4], [1, 5]]), src)  # (B, T) with the same B: no error
+    assert require_target(torch.tensor([[1, 4], [1, 5]]), src, VOCAB_SIZE) is None  # (B, T) with the same B
     with pytest.raises(ValueError, match=r"tgt_in must have one row per source: shape \(2, T\), got \(3, 2\)"):
-        check_target(torch.ones(3, 2, dtype=torch.long), src)
-    with pytest.raises(ValueError, match=r"tgt_in must be a \(B, T\) int64 tensor"):
-        check_target(torch.ones(2, 2), src)
+        require_target(torch.ones(3, 2, dtype=torch.long), src, VOCAB_SIZE)
+    with pytest.raises(TypeError, match=r"tgt_in must be a \(B, T\) int64 tensor"):
+        require_target(torch.ones(2, 2), src, VOCAB_SIZE)

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from attn_course import tasks
+from attn_course._validate import require_tokens
 from attn_course.tasks import (
     BOS,
     EOS,
@@ -12,7 +13,6 @@ from attn_course.tasks import (
     VOCAB_SIZE,
     Batch,
     Splits,
-    check_tokens,
     encode,
     labels,
     make_batch,
@@ -66,8 +66,9 @@ def test_to_text_stops_at_the_first_eos_and_skips_pad_and_bos():
     [([4, 13], "13"), ([-1], "-1"), ([4.0], r"4\.0"), (torch.tensor([[4, 5]]), r"\[4, 5\]"), (["4"], "'4'")],
     ids=["too-large", "negative", "float", "2-D-tensor", "str"],
 )
-def test_to_text_error_messages(tokens, shown):
-    with pytest.raises(ValueError, match=rf"tokens must be ids in \[0, 13\), got {shown}"):
+def test_to_text_error_messages(tokens, shown, int_error):
+    bad = tokens.tolist()[0] if isinstance(tokens, torch.Tensor) else tokens[-1]  # the id the message names
+    with pytest.raises(int_error(bad), match=rf"tokens must be an integer in \[0, 12\], got {shown}"):
         to_text(tokens)
 
 
@@ -91,7 +92,8 @@ def test_labels_rejects_ids_outside_the_vocabulary(tokens):
     ids=["empty", "letter", "sign", "space", "arabic-indic-digits", "int"],
 )
 def test_encode_error_messages(digits, shown):
-    with pytest.raises(ValueError, match=rf"digits must be a non-empty string of the digits 0-9, got {shown}"):
+    error = ValueError if isinstance(digits, str) else TypeError
+    with pytest.raises(error, match=rf"digits must be a non-empty string of the digits 0-9, got {shown}"):
         encode(digits)
 
 
@@ -140,7 +142,8 @@ def test_make_batch_layout_for_every_row(sources):
     ids=["empty", "str", "none", "empty-string", "letter", "ints"],
 )
 def test_make_batch_error_messages(sources, match):
-    with pytest.raises(ValueError, match=match):
+    wrong_type = not isinstance(sources, list) or not all(isinstance(s, str) for s in sources)
+    with pytest.raises(TypeError if wrong_type else ValueError, match=match):
         make_batch(sources)
 
 
@@ -247,21 +250,22 @@ def test_reversal_task_defaults():
         "too-many",
     ],
 )
-def test_reversal_task_error_messages(kwargs, match):
+def test_reversal_task_error_messages(kwargs, match, int_error):
     small = {"num_train": 5, "num_valid": 2, "num_test": 2}
-    with pytest.raises(ValueError, match=match):
+    name = match.split()[0]
+    with pytest.raises(int_error(kwargs[name]) if name in kwargs else ValueError, match=match):
         reversal_task(**{**small, **kwargs})
 
 
 # ----------------------------------------------------------------------------------------------
-# check_tokens
+# require_tokens (the check that every model runs on its token ids)
 # ----------------------------------------------------------------------------------------------
 
 
-def test_check_tokens_accepts_a_batch_of_ids():
+def test_require_tokens_accepts_a_batch_of_ids():
     batch = make_batch(["12", "3"])
     for t in (batch.src, batch.tgt_in, batch.tgt_out, torch.zeros(2, 0, dtype=torch.long)):
-        assert check_tokens(t, "src") is None
+        assert require_tokens(t, "src", VOCAB_SIZE) is t
 
 
 @pytest.mark.parametrize(
@@ -270,24 +274,24 @@ def test_check_tokens_accepts_a_batch_of_ids():
         ([[4, 5]], TypeError, r"tgt_in must be a torch\.Tensor, got list"),
         (
             torch.tensor([[4.0, 5.0]]),
-            ValueError,
-            r"tgt_in must be a \(B, T\) int64 tensor of token ids, got torch\.float32 \(1, 2\)",
+            TypeError,
+            r"tgt_in must be a \(B, T\) int64 tensor of token ids, got torch\.float32",
         ),
         (
             torch.tensor([[4, 5]], dtype=torch.int32),
-            ValueError,
-            r"int64 tensor of token ids, got torch\.int32 \(1, 2\)",
+            TypeError,
+            r"int64 tensor of token ids, got torch\.int32",
         ),
         (
             torch.tensor([4, 5]),
             ValueError,
-            r"tgt_in must be a \(B, T\) int64 tensor of token ids, got torch\.int64 \(2,\)",
+            r"tgt_in must be a \(B, T\) int64 tensor of token ids, got shape \(2,\)",
         ),
         (torch.tensor([[4, 13]]), ValueError, r"tgt_in must hold token ids in \[0, 13\), got values 4\.\.13"),
         (torch.tensor([[-1, 5]]), ValueError, r"tgt_in must hold token ids in \[0, 13\), got values -1\.\.5"),
     ],
     ids=["list", "float", "int32", "1-D", "too-large", "negative"],
 )
-def test_check_tokens_error_messages(tokens, error, match):
+def test_require_tokens_error_messages(tokens, error, match):
     with pytest.raises(error, match=match):
-        check_tokens(tokens, "tgt_in")
+        require_tokens(tokens, "tgt_in", VOCAB_SIZE)

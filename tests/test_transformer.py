@@ -93,8 +93,9 @@ def test_ffn_parameter_count_does_not_depend_on_the_length():
     ],
     ids=["zero-hiddens", "zero-ffn", "float-hiddens"],
 )
-def test_ffn_size_error_messages(args, match):
-    with pytest.raises(ValueError, match=match):
+def test_ffn_size_error_messages(args, match, int_error):
+    bad = args[0] if match.startswith("num_hiddens") else args[1]
+    with pytest.raises(int_error(bad), match=match):
         PositionWiseFFN(*args)
 
 
@@ -399,12 +400,12 @@ TGT_IN = torch.tensor([[BOS, 5], [BOS, 6]])
             SRC.float(),
             SRC_LEN,
             TGT_IN,
-            ValueError,
+            TypeError,
             r"src must be a \(B, T\) int64 tensor of token ids, got torch\.float",
         ),
-        (SRC, SRC_LEN.int(), TGT_IN, ValueError, r"src_len must be an int64 tensor of shape \(2,\), got torch\.int32"),
+        (SRC, SRC_LEN.int(), TGT_IN, TypeError, r"src_len must be an int64 tensor of shape \(2,\), got torch\.int32"),
         (SRC, torch.tensor([3, 4]), TGT_IN, ValueError, r"src_len must lie in \[1, S = 3\], got \[3, 4\]"),
-        (SRC, SRC_LEN, TGT_IN.float(), ValueError, r"tgt_in must be a \(B, T\) int64 tensor of token ids"),
+        (SRC, SRC_LEN, TGT_IN.float(), TypeError, r"tgt_in must be a \(B, T\) int64 tensor of token ids"),
         (SRC, SRC_LEN, TGT_IN + 12, ValueError, r"tgt_in must hold token ids in \[0, 13\), got values 13\.\.18"),
         (SRC, SRC_LEN, torch.tensor([[BOS, 5]] * 3), ValueError, r"tgt_in"),
         (
@@ -450,8 +451,8 @@ def test_forward_error_messages(src, src_len, tgt_in, error, match):
     ],
     ids=["zero", "float", "bool", "longer-than-the-model"],
 )
-def test_greedy_max_len_error_messages(max_len, match):
-    with pytest.raises(ValueError, match=match):
+def test_greedy_max_len_error_messages(max_len, match, int_error):
+    with pytest.raises(int_error(max_len), match=match):
         _model().greedy(SRC, SRC_LEN, max_len)
 
 
@@ -474,8 +475,10 @@ def test_greedy_source_error_messages():
     ],
     ids=["not-divisible", "zero-hiddens", "zero-layers", "zero-max-len", "float-ffn", "dropout-1"],
 )
-def test_constructor_error_messages(kwargs, match):
-    with pytest.raises(ValueError, match=match):
+def test_constructor_error_messages(kwargs, match, int_error, number_error):
+    name = match.split()[0]
+    bad = kwargs.get(name, 0)  # "num_hiddens = 30 must be divisible..." names no single bad argument: a wrong value
+    with pytest.raises(number_error(bad) if name == "dropout" else int_error(bad), match=match):
         TransformerSeq2Seq(**kwargs)
 
 
@@ -543,22 +546,23 @@ def test_plot_transformer_attention_one_panel_per_layer_and_head(
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"kind": "self"}, r"kind must be one of \['cross', 'decoder', 'encoder'\], got 'self'"),
+        ({"kind": "self"}, r"kind must be one of \['encoder', 'decoder', 'cross'\], got 'self'"),
         ({"index": 3}, r"index must be an integer in \[0, 2\], got 3"),
         ({"index": True}, r"index must be an integer in \[0, 2\], got True"),
         ({"index": -1}, r"index must be an integer in \[0, 2\], got -1"),
     ],
     ids=["kind", "index-too-large", "index-bool", "index-negative"],
 )
-def test_plot_transformer_attention_error_messages(kwargs, match):
+def test_plot_transformer_attention_error_messages(kwargs, match, int_error):
     batch, tokens, weights = _decoded()
-    with pytest.raises(ValueError, match=match):
+    name = match.split()[0]
+    with pytest.raises(int_error(kwargs[name]) if name == "index" else ValueError, match=match):
         plot_transformer_attention(weights, batch, tokens, **kwargs)
 
 
 def test_plot_transformer_attention_rejects_other_weights():
     batch, tokens, weights = _decoded()
-    with pytest.raises(ValueError, match=r"weights must be the dict of attention weights from TransformerSeq2Seq"):
+    with pytest.raises(TypeError, match=r"weights must be the dict of attention weights from TransformerSeq2Seq"):
         plot_transformer_attention(weights["cross"], batch, tokens)
     with pytest.raises(ValueError, match=r"weights must be the dict"):
         plot_transformer_attention({"encoder": weights["encoder"]}, batch, tokens, kind="cross")

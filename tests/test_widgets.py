@@ -22,7 +22,7 @@ from attn_course import (
     slider_panel,
 )
 from attn_course.data import lagrange_points, toy_regression
-from attn_course.widgets import figure_png
+from attn_course.widgets import _figure_png as figure_png
 
 
 class RecordingPlot:
@@ -140,21 +140,21 @@ def test_slider_panel_around_a_course_plot_function():
             {"h": widgets.FloatSlider()},
             {"columns": 0},
             ValueError,
-            r"columns must be a positive integer, got 0",
+            r"columns must be an integer >= 1, got 0",
         ),
         (
             RecordingPlot(),
             {"h": widgets.FloatSlider()},
             {"columns": 1.5},
-            ValueError,
-            r"columns must be a positive integer, got 1\.5",
+            TypeError,
+            r"columns must be an integer >= 1, got 1\.5",
         ),
         (
             RecordingPlot(),
             {"h": widgets.FloatSlider()},
             {"columns": True},
-            ValueError,
-            r"columns must be a positive integer, got True",
+            TypeError,
+            r"columns must be an integer >= 1, got True",
         ),
         (RecordingPlot(), [widgets.FloatSlider()], {}, TypeError, r"controls must be .*got list"),
     ],

@@ -6,8 +6,6 @@ from dataclasses import dataclass
 
 import torch
 
-from .._validate import shape_str
-
 __all__ = ["Feedback"]
 
 
@@ -40,7 +38,7 @@ def _tensor_problem(answer, shape: tuple[int, ...], what: str) -> Feedback | Non
     if not isinstance(answer, torch.Tensor):
         return _hint(f"expected a torch.Tensor ({what}), got {type(answer).__name__}.")
     if tuple(answer.shape) != shape:
-        return _hint(f"expected shape {shape_str(shape)}, got {shape_str(answer.shape)}.")
+        return _hint(f"expected shape {tuple(shape)}, got {tuple(answer.shape)}.")
     return None
 
 

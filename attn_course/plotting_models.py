@@ -1,0 +1,219 @@
+"""Figures of the model modules: multi-head weights and the rotations of the positional encoding (notebook 06),
+the attention of every layer and head of the Transformer (notebook 08).
+
+The model modules (``multihead``, ``positional``, ``transformer``) hold the formulas only; their
+pictures live here. Every function returns the ``Figure`` and never calls ``plt.show()``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.figure import Figure
+
+from ._validate import require_choice, require_int
+from .multihead import MultiHeadAttention
+from .plotting import _updatable, show_heatmaps
+from .positional import frequencies, positional_encoding, rotation_matrix
+from .tasks import EOS, Batch, labels, to_text
+
+__all__ = ["plot_head_weights", "plot_rotation", "plot_transformer_attention"]
+
+
+def plot_head_weights(num_heads: int = 4, num_hiddens: int = 16, seed: int = 0, tokens=None, axes=None):
+    """Per-head attention weights of a freshly initialised ``MultiHeadAttention`` on one random sequence.
+
+    Shows that heads start out attending differently: each has its own slice of the projections.
+    ``axes``: one axes per panel (up to four per row), or None for a new figure.
+    """
+    require_int(num_heads, "num_heads")
+    tokens = list(tokens) if tokens is not None else ["the", "cat", "sat", "on", "the", "mat"]
+    gen = torch.Generator().manual_seed(seed)
+    with torch.random.fork_rng():  # seed the layer's initial weights without touching the caller's random state
+        torch.manual_seed(seed)
+        layer = MultiHeadAttention(num_hiddens, num_heads).eval()
+    x = torch.randn(1, len(tokens), num_hiddens, generator=gen)  # (1, T, D): one sequence
+    with torch.no_grad():
+        layer(x, x, x)
+    weights = layer.attention_weights[0]  # (H, T, T)
+    cols = min(num_heads, 4)
+    rows = -(-num_heads // cols)
+    grid = torch.zeros(rows * cols, len(tokens), len(tokens))
+    grid[:num_heads] = weights
+    titles = [f"head {h + 1}" for h in range(num_heads)] + ["(no head)"] * (rows * cols - num_heads)
+    return show_heatmaps(
+        grid.reshape(rows, cols, len(tokens), len(tokens)),
+        ax=axes,
+        titles=titles,
+        xticklabels=tokens,
+        yticklabels=tokens,
+        vmin=0.0,
+        vmax=1.0,
+        annotate=False,
+        figsize=(cols * 2.8 + 1.2, rows * 2.8 + 1.0),
+        suptitle=f"{num_heads} heads, one sequence (weights at initialisation)",
+    )
+
+
+def _check_rotation_args(delta, freq_index, num_steps: int, num_hiddens: int) -> None:
+    require_int(num_hiddens, "num_hiddens", 2)
+    require_int(num_steps, "num_steps", 2)
+    pairs = num_hiddens // 2
+    require_int(freq_index, "freq_index", 0, pairs - 1)
+    require_int(delta, "delta", 0, num_steps - 1)
+
+
+def _draw_rotation(left, right, encoding: torch.Tensor, delta: int, freq_index: int) -> None:
+    """What changes with ``delta`` and ``freq_index``: the waves' data and labels, the arrows, dots and rings,
+    the titles. ``left`` already holds two wave lines and a legend."""
+    num_steps, num_hiddens = encoding.shape
+    omega = float(frequencies(num_hiddens)[freq_index])
+    waves = (encoding[:, 2 * freq_index], encoding[:, 2 * freq_index + 1])  # sin and cos columns, (T,) each
+    labels = (f"column {2 * freq_index}: sin(i w)", f"column {2 * freq_index + 1}: cos(i w)")
+    for line, legend_text, wave, label in zip(left.lines, left.get_legend().get_texts(), waves, labels, strict=True):
+        line.set_ydata(wave)
+        line.set_label(label)
+        legend_text.set_text(label)
+    left.relim()  # slow waves span less than [-1, 1]
+    left.autoscale_view()
+    left.set_title(
+        f"Column pair j = {freq_index}: frequency w = {omega:.4g}, wavelength {2 * math.pi / omega:.3g}",
+        fontsize=10,
+    )
+    for artist in [*right.lines[1:], *right.texts]:  # all but the unit circle
+        artist.remove()
+    rotation = rotation_matrix(delta, omega)
+    shown = range(min(num_steps - delta, 5))
+    colours = plt.get_cmap("viridis")(torch.linspace(0, 0.9, len(shown)).numpy())
+    for i, colour in zip(shown, colours, strict=True):
+        start = encoding[i, 2 * freq_index : 2 * freq_index + 2]  # (sin, cos) at i
+        end = rotation @ start  # predicted (sin, cos) at i + delta
+        right.annotate(
+            "",
+            xy=(float(end[1]), float(end[0])),
+            xytext=(float(start[1]), float(start[0])),
+            arrowprops={"arrowstyle": "->", "color": colour},
+        )
+        right.plot([float(start[1])], [float(start[0])], "o", color=colour, markersize=5)
+        right.annotate(
+            f"{i}",
+            (float(start[1]), float(start[0])),
+            textcoords="offset points",
+            xytext=(-10, -10),
+            fontsize=8,
+            color=colour,
+        )
+        target = encoding[i + delta, 2 * freq_index : 2 * freq_index + 2]  # the true (sin, cos) at i + delta
+        right.plot([float(target[1])], [float(target[0])], "o", markerfacecolor="none", color=colour, markersize=10)
+    right.set_xlim(-1.3, 1.3)
+    right.set_ylim(-1.3, 1.3)
+    right.set_title(
+        f"i -> i + {delta}: one rotation by {delta} w = {delta * omega:.3g} rad\n"
+        "(dots: positions i; rings: the true encodings at i + delta)",
+        fontsize=9,
+    )
+
+
+def plot_rotation(
+    delta: int = 3, freq_index: int = 1, num_steps: int = 40, num_hiddens: int = 16, axes=None, figsize=(11.0, 3.8)
+):
+    """The rotation at work for one column pair: left, the pair as two waves; right, the pair as points on the unit
+    circle, each position joined to the position ``delta`` later by the same rotation.
+
+    Args:
+        delta: the offset.
+        freq_index: j, the column pair (2j, 2j + 1) shown.
+        num_steps, num_hiddens: size of the encoding.
+        axes: two axes, or None for a new figure.
+    """
+    _check_rotation_args(delta, freq_index, num_steps, num_hiddens)
+    encoding = positional_encoding(num_steps, num_hiddens, dtype=torch.float64)
+    new_figure = axes is None
+    if new_figure:
+        _, axes = plt.subplots(1, 2, figsize=figsize, layout="constrained", width_ratios=(1.6, 1))
+    left, right = axes
+    positions = torch.arange(num_steps)
+    left.plot(positions, encoding[:, 0], ".-", label="sin")  # data and labels: _draw_rotation
+    left.plot(positions, encoding[:, 1], ".-", label="cos")
+    left.set_xlabel("position i")
+    left.set_ylabel("encoding value")
+    left.legend(fontsize=8, loc="lower left")
+    circle = torch.linspace(0, 2 * math.pi, 200)
+    right.plot(torch.cos(circle), torch.sin(circle), color="0.85", linewidth=1)
+    right.set_aspect("equal")
+    right.set_xlabel("cos(i w)")
+    right.set_ylabel("sin(i w)")
+    _draw_rotation(left, right, encoding, delta, freq_index)
+    fig = left.figure
+    if not new_figure:
+        return fig
+
+    def update(delta=3, freq_index=1, num_steps=num_steps, num_hiddens=num_hiddens, axes=None, figsize=figsize):
+        same = (num_steps, num_hiddens, tuple(figsize)) == (*encoding.shape, tuple(fig.get_size_inches()))
+        if axes is not None or not same:
+            return False
+        _check_rotation_args(delta, freq_index, num_steps, num_hiddens)
+        _draw_rotation(left, right, encoding, delta, freq_index)
+        return True
+
+    return _updatable(fig, plot_rotation, update)
+
+
+ATTENTION_KINDS = {
+    "encoder": ("encoder self-attention", "source", "source"),
+    "decoder": ("decoder self-attention (causal)", "decoder input", "decoder input"),
+    "cross": ("cross-attention: output attends to source", "source", "decoder input"),
+}
+
+
+def plot_transformer_attention(
+    weights: dict, batch: Batch, tokens: torch.Tensor, index: int = 0, kind: str = "cross", figsize=None
+) -> Figure:
+    """Heatmaps of one example's attention in every layer (rows) and head (columns).
+
+    Args:
+        weights: ``TransformerSeq2Seq.greedy``'s weights: ``kind`` -> (B, L, H, queries, keys).
+        batch: the decoded examples. tokens: (B, T) the decoded tokens.
+        index: which example. kind: ``"encoder"``, ``"decoder"`` or ``"cross"``.
+    """
+    require_choice(kind, "kind", ATTENTION_KINDS)
+    if not isinstance(weights, dict):
+        got = type(weights).__name__
+        raise TypeError(f"weights must be the dict of attention weights from TransformerSeq2Seq.greedy, got {got}")
+    if kind not in weights:
+        raise ValueError(
+            f"weights must be the dict of attention weights from TransformerSeq2Seq.greedy, got {weights!r}"
+        )
+    require_int(index, "index", 0, len(batch) - 1)
+    src_len = int(batch.src_len[index])
+    out = tokens[index].tolist()
+    out_len = out.index(EOS) + 1 if EOS in out else len(out)
+    src_labels = labels(batch.src[index], src_len)
+    dec_labels = ["<bos>"] + labels(tokens[index], out_len - 1)  # what the decoder read at each step
+    title, xlabel, ylabel = ATTENTION_KINDS[kind]
+    w = weights[kind][index]  # (L, H, queries, keys)
+    num_layers, num_heads = w.shape[:2]
+    if kind == "encoder":
+        w, xl, yl = w[:, :, :src_len, :src_len], src_labels, src_labels
+    elif kind == "decoder":
+        w, xl, yl = w[:, :, :out_len, :out_len], dec_labels, dec_labels
+    else:
+        w, xl, yl = w[:, :, :out_len, :src_len], src_labels, dec_labels
+    titles = [f"layer {layer + 1}, head {head + 1}" for layer in range(num_layers) for head in range(num_heads)]
+    if figsize is None:  # about 0.2 inch per cell: compact enough to redraw fast from a slider
+        figsize = (num_heads * (0.2 * w.shape[-1] + 0.9) + 1.3, num_layers * (0.2 * w.shape[-2] + 1.0) + 0.6)
+    return show_heatmaps(
+        w,
+        xlabel=xlabel,
+        ylabel=ylabel,
+        titles=titles,
+        xticklabels=xl,
+        yticklabels=yl,
+        vmin=0.0,
+        vmax=1.0,
+        annotate=False,
+        suptitle=f"{title}: {to_text(batch.src[index])} -> {to_text(tokens[index])}",
+        figsize=figsize,
+    )
