@@ -15,12 +15,16 @@ Every notebook imports it; each module covers one idea, in course order:
 * ``positional`` sinusoidal positional encoding and its rotations (notebook 06)
 * ``plotting``  heatmaps (``show_heatmaps``) and the pieces every figure shares
 * ``plotting_pooling``  the figures of attention pooling (notebook 01)
+* ``plotting_interpolation``  the figures of Lagrange against Nadaraya-Watson (notebook 02)
+* ``plotting_scoring``  the softmax saturation figure (notebook 03)
+* ``plotting_selfattention``  the matrices of the worked example, step by step (notebook 04)
 * ``plotting_models``  the figures of multi-head attention, positional encoding and the Transformer (06, 08)
+* ``plotting_training``  training curves, accuracy by length, alignments, greedy decoding (notebook 07)
 * ``widgets``   slider panels around the plotting functions
 * ``tasks``     a sequence-to-sequence task made in code: reversing digits (notebooks 07-08)
 * ``seq2seq``   RNN encoder-decoders with and without Bahdanau attention (notebook 07)
 * ``transformer``  a tiny encoder-decoder Transformer from the course's pieces (notebook 08)
-* ``training``  training, greedy-decoding accuracy and the figures of notebooks 07-08
+* ``training``  training and greedy-decoding accuracy (notebooks 07-08)
 * ``data``      the course's data, made in code
 * ``checks``    instant feedback for the exercises
 
@@ -42,35 +46,24 @@ dtype it is given and never modifies its inputs in place.
 from . import checks, data, tasks
 from .cost import attention_cost, loglog_slope
 from .gallery import pattern_scores, plot_masking_demo, plot_pattern_gallery
-from .interpolation import curve_mean_var, plot_lagrange_basis, plot_noisy_fit, plot_weight_comparison
+from .interpolation import curve_mean_var
 from .kernels import KERNELS, boxcar, constant, epanechnikov, gaussian, lagrange_basis, nadaraya_watson
 from .layers import AdditiveAttention, DotProductAttention, NWKernelRegression
 from .masking import causal_mask, masked_softmax, sequence_mask
 from .multihead import MultiHeadAttention, merge_heads, multi_head_attention, split_heads
 from .plotting import show_heatmaps
+from .plotting_interpolation import plot_lagrange_basis, plot_noisy_fit, plot_weight_comparison
 from .plotting_models import plot_head_weights, plot_rotation, plot_transformer_attention
 from .plotting_pooling import plot_kernels, plot_nw_fit, plot_query_weights, plot_regression
+from .plotting_scoring import plot_saturation
+from .plotting_selfattention import plot_self_attention_steps, plot_worked_example, show_matrix
+from .plotting_training import plot_accuracy_by_length, plot_alignments, plot_decoding_step, plot_history
 from .positional import frequencies, positional_encoding, rotation_matrix
-from .scaling import dot_product_variance, mean_entropy, plot_saturation
+from .scaling import dot_product_variance, mean_entropy
 from .scoring import additive_scores, attention_pooling, dot_product_scores, scaled_dot_product_attention
-from .selfattention import (
-    SelfAttentionSteps,
-    plot_self_attention_steps,
-    plot_worked_example,
-    self_attention_steps,
-    show_matrix,
-)
+from .selfattention import SelfAttentionSteps, self_attention_steps
 from .seq2seq import AttentionDecoder, RNNDecoder, RNNSeq2Seq, Seq2SeqEncoder
-from .training import (
-    History,
-    accuracy_by_length,
-    plot_accuracy_by_length,
-    plot_alignments,
-    plot_decoding_step,
-    plot_history,
-    sequence_accuracy,
-    train_seq2seq,
-)
+from .training import History, accuracy_by_length, sequence_accuracy, train_seq2seq
 from .transformer import (
     AddNorm,
     DecoderBlock,

@@ -10,21 +10,13 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-import matplotlib.pyplot as plt
-import numpy as np
 import torch
-from matplotlib.figure import Figure
 
-from ._validate import require_float, require_int, require_rank, require_same_dtype
-from .data import three_token_example
-from .plotting import _draw_matrix, _updatable, _update_matrix
+from ._validate import require_float, require_rank, require_same_dtype
 
 __all__ = [
     "SelfAttentionSteps",
     "self_attention_steps",
-    "show_matrix",
-    "plot_self_attention_steps",
-    "plot_worked_example",
 ]
 
 
@@ -79,135 +71,3 @@ def self_attention_steps(
     weighted = weights.unsqueeze(-1) * values.unsqueeze(0)  # (T, T, 1) * (1, T, V) -> (T, T, V)
     outputs = weighted.sum(1)  # (T, T, V) -> (T, V): sum over the keys
     return SelfAttentionSteps(queries, keys, values, scores, weights, weighted, outputs)
-
-
-def show_matrix(
-    matrix,
-    ax=None,
-    title: str = "",
-    row_labels=None,
-    col_labels=None,
-    fmt: str = ".2f",
-    cmap: str = "Blues",
-    figsize=(3.0, 2.4),
-) -> Figure:
-    """A small matrix as an annotated heatmap: every number written in its cell.
-
-    Args:
-        matrix: (R, C) tensor or array.
-        ax: axes to draw on, or None for a new figure.
-        title: the panel's title (say what the matrix is, e.g. ``"Q = X W_Q"``).
-        row_labels, col_labels: R and C labels (tokens, dimensions).
-        fmt: number format of the annotations.
-    """
-    data = matrix.detach().cpu().numpy() if isinstance(matrix, torch.Tensor) else np.asarray(matrix)
-    if data.ndim != 2:
-        raise ValueError(f"matrix must be 2-D (R, C), got shape {data.shape}")
-    for name, labels, n in (("row_labels", row_labels, data.shape[0]), ("col_labels", col_labels, data.shape[1])):
-        if labels is not None and len(labels) != n:
-            raise ValueError(f"{name} must hold {n} labels, got {len(labels)}")
-    if ax is None:
-        _, ax = plt.subplots(figsize=figsize, layout="constrained")
-    _draw_matrix(ax, data, *_colour_range(data), cmap, True, fmt, square=False, gridlines=True)
-    ax.set_xticks(np.arange(data.shape[1]) + 0.5 if col_labels is not None else [], col_labels)
-    ax.set_yticks(np.arange(data.shape[0]) + 0.5 if row_labels is not None else [], row_labels)
-    ax.tick_params(length=0, labelsize=8)
-    ax.set_title(title, fontsize=9)
-    return ax.figure
-
-
-def _colour_range(data: np.ndarray) -> tuple[float, float]:
-    """show_matrix's colour scale: from the smallest value to the largest (a range of 1 for a constant matrix)."""
-    low, high = float(data.min()), float(data.max())
-    return low, high if high > low else low + 1
-
-
-def _step_panels(inputs, steps: SelfAttentionSteps, scale: bool, token: int, names: list[str]) -> list[tuple]:
-    """The eight panels of ``plot_self_attention_steps``: (matrix, title, column labels, number format)."""
-    dims = [f"dim {j + 1}" for j in range(steps.queries.shape[1])]
-    divide = " / sqrt(D)" if scale else ""
-    value_dims = [f"dim {j + 1}" for j in range(steps.values.shape[1])]
-    return [
-        (inputs, "inputs X", [f"i{j + 1}" for j in range(inputs.shape[1])], ".3g"),
-        (steps.queries, "queries Q = X W_Q", dims, ".3g"),
-        (steps.keys, "keys K = X W_K", dims, ".3g"),
-        (steps.values, "values V = X W_V", value_dims, ".3g"),
-        (steps.scores, f"scores Q K^T{divide} (row: query)", names, ".2f"),
-        (steps.weights, "weights: softmax of each row", names, ".4f"),
-        (steps.weighted[token], f"weighted values of {names[token]}: w_j v_j", value_dims, ".3f"),
-        (steps.outputs, "outputs: sum of weighted values", value_dims, ".4f"),
-    ]
-
-
-def plot_self_attention_steps(
-    inputs,
-    w_query,
-    w_key,
-    w_value,
-    scale: bool = False,
-    token: int = 0,
-    token_names=None,
-    axes=None,
-    figsize=(13.0, 5.6),
-) -> Figure:
-    """All steps in one figure: X, Q, K, V; scores, weights, one token's weighted values, outputs.
-
-    Args:
-        inputs, w_query, w_key, w_value, scale: as in ``self_attention_steps``.
-        token: whose weighted values to show (0-based).
-        token_names: T names for the rows (default ``x1, x2, ...``).
-        axes: 8 axes to draw on (two rows of four), or None for a new figure.
-    """
-    steps = self_attention_steps(inputs, w_query, w_key, w_value, scale)
-    num_tokens = inputs.shape[0]
-    require_int(token, "token", 0, num_tokens - 1)
-    names = list(token_names) if token_names is not None else [f"x{i + 1}" for i in range(num_tokens)]
-    if len(names) != num_tokens:
-        raise ValueError(f"token_names must hold {num_tokens} names (one per token), got {len(names)}")
-    if axes is None:
-        _, axes = plt.subplots(2, 4, figsize=figsize, layout="constrained")
-    axes = np.asarray(axes, dtype=object).reshape(-1)
-    if axes.size != 8:
-        raise ValueError(f"axes must hold 8 axes (two rows of four panels), got {axes.size}")
-    fig = axes[0].figure
-    for ax, (matrix, title, columns, fmt) in zip(axes, _step_panels(inputs, steps, scale, token, names), strict=True):
-        rows = [f"{n} (key)" for n in names] if title.startswith("weighted") else names
-        show_matrix(matrix, ax=ax, title=title, row_labels=rows, col_labels=columns, fmt=fmt)
-        for axis in (ax.xaxis, ax.yaxis):  # no axis labels here: a fixed place spares measuring every tick label
-            axis.set_label_coords(0.5, 0.5)  # again on each draw to keep a label clear of them (a tenth of a draw)
-    fig.suptitle(("Scaled" if scale else "Unscaled") + " self-attention, step by step", fontsize=11)
-    return fig
-
-
-def _redraw_steps(fig: Figure, axes, inputs, w_query, w_key, w_value, scale: bool, token: int) -> None:
-    """Redraw the panels of a ``plot_self_attention_steps`` figure in place for new inputs of the same shapes."""
-    steps = self_attention_steps(inputs, w_query, w_key, w_value, scale)
-    names = [f"x{i + 1}" for i in range(inputs.shape[0])]
-    for ax, (matrix, title, _, fmt) in zip(axes, _step_panels(inputs, steps, scale, token, names), strict=True):
-        data = matrix.detach().cpu().numpy()
-        _update_matrix(ax, data, *_colour_range(data), fmt)
-        ax.set_title(title, fontsize=9)
-    fig.suptitle(("Scaled" if scale else "Unscaled") + " self-attention, step by step", fontsize=11)
-
-
-def plot_worked_example(
-    x11: float = 1.0, x12: float = 0.0, x13: float = 1.0, x14: float = 0.0, scale: bool = False, axes=None
-) -> Figure:
-    """The worked example with token 1's input set to ``[x11, x12, x13, x14]`` (slider-friendly); ``axes`` as in
-    ``plot_self_attention_steps``."""
-    example = three_token_example(torch.float64)
-    inputs = example.inputs.clone()
-    inputs[0] = torch.tensor([x11, x12, x13, x14], dtype=torch.float64)
-    fig = plot_self_attention_steps(inputs, example.w_query, example.w_key, example.w_value, scale=scale, axes=axes)
-    if axes is not None:
-        return fig
-    panels = list(fig.axes)
-
-    def update(x11=1.0, x12=0.0, x13=1.0, x14=0.0, scale=False, axes=None) -> bool:
-        if axes is not None:
-            return False
-        inputs[0] = torch.tensor([x11, x12, x13, x14], dtype=torch.float64)
-        _redraw_steps(fig, panels, inputs, example.w_query, example.w_key, example.w_value, scale, 0)
-        return True
-
-    return _updatable(fig, plot_worked_example, update)

@@ -25,8 +25,8 @@ from attn_course import (
     show_heatmaps,
     train_seq2seq,
 )
+from attn_course.plotting_training import _alignment_panels as alignment_panels
 from attn_course.tasks import BOS, EOS, PAD, make_batch, reversal_task, to_text
-from attn_course.training import _alignment_panels as alignment_panels
 
 
 def predict(model, batch) -> list[str]:

@@ -1,0 +1,232 @@
+"""Figures of notebook 02: Lagrange basis polynomials, their weights against Nadaraya-Watson's, noisy fits.
+
+The estimators are ``kernels.lagrange_basis`` and ``kernels.nadaraya_watson``; this module only draws them.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+
+from ._validate import require_float, require_rank
+from .data import noisy_samples, true_function
+from .kernels import lagrange_basis, nadaraya_watson
+from .plotting import _updatable
+
+__all__ = ["plot_lagrange_basis", "plot_weight_comparison", "plot_noisy_fit"]
+
+
+def _np(t: torch.Tensor) -> np.ndarray:
+    return t.detach().cpu().numpy()
+
+
+def plot_lagrange_basis(nodes: torch.Tensor, ax=None, ylim=(-3.0, 3.0), figsize=(7.0, 3.6)) -> Figure:
+    """The basis polynomials ``l_i(x)`` of ``nodes``: each is 1 at its node and 0 at the others."""
+    require_float(nodes, "nodes")
+    require_rank(nodes, "nodes", (1,), "(N,)")
+    if ax is None:
+        _, ax = plt.subplots(figsize=figsize, layout="constrained")
+    x = torch.linspace(float(nodes.min()), float(nodes.max()), 1001, dtype=nodes.dtype)
+    basis = lagrange_basis(x, nodes)  # (X, N)
+    colours = plt.get_cmap("tab10")
+    for i in range(len(nodes)):
+        ax.plot(_np(x), _np(basis[:, i]), color=colours(i % 10), linewidth=1.0, label=f"$l_{{{i + 1}}}$")
+        ax.plot([float(nodes[i])], [1.0], "o", color=colours(i % 10), markersize=4)
+    ax.axhline(0, color="0.5", linewidth=0.6)
+    ax.set_ylim(*ylim)
+    ax.set_xlabel("x")
+    ax.set_ylabel("weight $l_i(x)$")
+    ax.set_title(f"Lagrange basis of {len(nodes)} nodes (dots: $l_i(x_i) = 1$; clipped to {ylim})", fontsize=10)
+    ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return ax.figure
+
+
+def plot_weight_comparison(
+    query: float, nodes: torch.Tensor, values: torch.Tensor, bandwidth: float = 0.5, axes=None, figsize=(11.0, 4.2)
+) -> Figure:
+    """Both curves and the query (left); each method's weight of every data point, on its own scale (right).
+
+    Args:
+        query: the query x.
+        nodes, values: (N,) the data points ``x_i`` and ``y_i``.
+        bandwidth: the Gaussian kernel's ``h``.
+        axes: three axes (curves, Lagrange weights, Gaussian weights), or None.
+    """
+    data = (nodes, values)
+    new_figure = axes is None
+    if new_figure:
+        fig = plt.figure(figsize=figsize, layout="constrained")
+        mosaic = fig.subplot_mosaic([["curves", "lagrange"], ["curves", "gauss"]], width_ratios=(1.2, 1))
+        axes = (mosaic["curves"], mosaic["lagrange"], mosaic["gauss"])
+    left, top, bottom = axes
+    x = torch.linspace(float(nodes.min()), float(nodes.max()), 801, dtype=nodes.dtype)
+    w_lag, w_nw, nw_curve, f_lag, f_nw = _weight_estimates(query, nodes, values, bandwidth, x)
+    left.plot(_np(x), _np(lagrange_basis(x, nodes) @ values), color="C2", label=_lagrange_label(query, f_lag))
+    left.plot(_np(x), _np(nw_curve), color="C0", label=_nw_label(query, f_nw, bandwidth))
+    left.scatter(_np(nodes), _np(values), color="C1", zorder=3, s=18, label="data")
+    left.axvline(query, color="0.3", linewidth=0.8)
+    left.plot([query], [f_lag], "*", color="C2", markersize=11)
+    left.plot([query], [f_nw], "*", color="C0", markersize=11)
+    lo, hi = float(values.min()), float(values.max())
+    left.axhspan(lo, hi, color="C0", alpha=0.07, label="[min y, max y]")
+    spread = max(hi - lo, 1.0)  # equal values still get a visible range
+    left.set_ylim(lo - 0.6 * spread, hi + 0.6 * spread)
+    left.set_xlabel("x")
+    left.set_ylabel("y")
+    _point_off_chart(left, query, f_lag, f_nw)
+    left.set_title(_comparison_title(query), fontsize=10)
+    left.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
+    idx = np.arange(len(nodes))
+    for ax, w, colour, name in ((top, w_lag, "C2", "Lagrange"), (bottom, w_nw, "C0", "Gaussian")):
+        ax.bar(idx, _np(w), width=0.6, color=colour)
+        ax.axhline(0, color="0.4", linewidth=0.6)
+        ax.set_ylabel("weight")
+        ax.set_title(_weights_title(name, w), fontsize=9)
+        ax.set_xticks(idx, [f"{float(v):.1f}" for v in nodes])
+    bottom.set_xlabel("data point $x_i$")
+    fig = left.figure
+    if not new_figure:
+        return fig
+
+    def update(query, nodes, values, bandwidth=0.5, axes=None, figsize=figsize) -> bool:
+        same_data = nodes is data[0] and values is data[1]
+        if axes is not None or not same_data or tuple(figsize) != tuple(fig.get_size_inches()):
+            return False
+        w_lag, w_nw, nw_curve, f_lag, f_nw = _weight_estimates(query, nodes, values, bandwidth, x)
+        lag_line, nw_line, vline, lag_star, nw_star = left.lines
+        nw_line.set_ydata(_np(nw_curve))
+        vline.set_xdata([query, query])
+        lag_star.set_data([query], [f_lag])
+        nw_star.set_data([query], [f_nw])
+        for line, text, label in zip(
+            (lag_line, nw_line),
+            left.get_legend().get_texts(),
+            (_lagrange_label(query, f_lag), _nw_label(query, f_nw, bandwidth)),
+            strict=False,
+        ):
+            line.set_label(label)
+            text.set_text(label)
+        for text in list(left.texts):  # the arrows to estimates off the chart, if any
+            text.remove()
+        _point_off_chart(left, query, f_lag, f_nw)
+        left.set_title(_comparison_title(query), fontsize=10)
+        for ax, w, name in ((top, w_lag, "Lagrange"), (bottom, w_nw, "Gaussian")):
+            for rect, height in zip(ax.containers[0].patches, _np(w), strict=True):
+                rect.set_height(height)
+            ax.set_title(_weights_title(name, w), fontsize=9)
+        inside = float(nodes.min()) <= query <= float(nodes.max())  # then the curves' x range holds the query line
+        for ax in (top, bottom) if inside else (left, top, bottom):
+            ax.relim()
+            ax.autoscale_view()
+        return True
+
+    return _updatable(fig, plot_weight_comparison, update)
+
+
+def _weight_estimates(query: float, nodes, values, bandwidth: float, x):
+    """Lagrange and Gaussian weights (N,) at ``query``, the Gaussian curve on ``x`` and both estimates."""
+    q = torch.tensor([float(query)], dtype=nodes.dtype)
+    w_lag = lagrange_basis(q, nodes)[0]  # (N,)
+    nw_curve, _ = nadaraya_watson(x, nodes, values, "gaussian", bandwidth)
+    nw_q, w_nw = nadaraya_watson(q, nodes, values, "gaussian", bandwidth)
+    return w_lag, w_nw[0], nw_curve, float(w_lag @ values), float(nw_q[0])
+
+
+def _lagrange_label(query: float, f_lag: float) -> str:
+    return f"Lagrange: f({query:.2f}) = {f_lag:.4g}"
+
+
+def _nw_label(query: float, f_nw: float, bandwidth: float) -> str:
+    return f"Gaussian NW, h = {bandwidth:.2g}: f({query:.2f}) = {f_nw:.4g}"
+
+
+def _comparison_title(query: float) -> str:
+    return f"Query x = {query:.2f}: the stars are the two estimates"
+
+
+def _weights_title(name: str, w: torch.Tensor) -> str:
+    return f"{name} weights: from {float(w.min()):.3g} to {float(w.max()):.3g}, sum {float(w.sum()):.4f}"
+
+
+def _point_off_chart(left, query: float, f_lag: float, f_nw: float) -> None:
+    """An arrow from the chart's edge to each estimate that falls outside it, with its value."""
+    bottom_edge, top_edge = left.get_ylim()
+    for value, colour in ((f_lag, "C2"), (f_nw, "C0")):
+        if not bottom_edge <= value <= top_edge:
+            edge = top_edge if value > top_edge else bottom_edge
+            left.annotate(
+                f"{value:.4g} {'above' if value > top_edge else 'below'}",
+                xy=(query, edge),
+                xytext=(6, -14 if value > top_edge else 14),
+                textcoords="offset points",
+                color=colour,
+                fontsize=8,
+                ha="left",
+                va="center",
+                arrowprops={"arrowstyle": "->", "color": colour},
+            )
+
+
+def plot_noisy_fit(
+    n_nodes: int = 10, noise: float = 0.3, bandwidth: float = 0.4, seed: int = 0, ax=None, figsize=(6.5, 3.6)
+) -> Figure:
+    """Lagrange and Nadaraya-Watson through noisy samples of ``true_function`` on [0, 5]."""
+    new_figure = ax is None
+    if new_figure:
+        _, ax = plt.subplots(figsize=figsize, layout="constrained")
+    x = torch.linspace(0.0, 5.0, 801, dtype=torch.float64)
+    truth = true_function(x)
+    x_nodes, y_nodes, lag, nw, labels = _noisy_fit(n_nodes, noise, bandwidth, seed, x, truth)
+    ax.plot(_np(x), _np(truth), "--", color="0.3", linewidth=1.2, label="truth")
+    ax.plot(_np(x), _np(lag), color="C2", label=labels[0])
+    ax.plot(_np(x), _np(nw), color="C0", label=labels[1])
+    points = ax.scatter(_np(x_nodes), _np(y_nodes), color="C1", s=18, zorder=3, label=labels[2])
+    ax.set_ylim(-2.0, 6.0)
+    ax.set_xlabel("x")
+    ax.set_ylabel("y")
+    ax.set_title(_noisy_title(noise), fontsize=10)
+    ax.legend(fontsize=7, loc="lower left")
+    fig = ax.figure
+    if not new_figure:
+        return fig
+
+    def update(n_nodes=10, noise=0.3, bandwidth=0.4, seed=seed, ax=None, figsize=figsize) -> bool:
+        if ax is not None or tuple(figsize) != tuple(fig.get_size_inches()):
+            return False
+        x_nodes, y_nodes, lag, nw, labels = _noisy_fit(n_nodes, noise, bandwidth, seed, x, truth)
+        _, lag_line, nw_line = plot_ax.lines
+        lag_line.set_ydata(_np(lag))
+        nw_line.set_ydata(_np(nw))
+        points.set_offsets(np.column_stack([_np(x_nodes), _np(y_nodes)]))
+        for artist, text, label in zip(
+            (lag_line, nw_line, points), plot_ax.get_legend().get_texts()[1:], labels, strict=True
+        ):
+            artist.set_label(label)
+            text.set_text(label)
+        plot_ax.set_title(_noisy_title(noise), fontsize=10)
+        plot_ax.relim()
+        plot_ax.autoscale_view()
+        return True
+
+    plot_ax = ax  # update's own ``ax`` argument is the caller's, None for a slider
+    return _updatable(fig, plot_noisy_fit, update)
+
+
+def _noisy_fit(n_nodes: int, noise: float, bandwidth: float, seed: int, x, truth):
+    """Noisy samples, both curves on ``x`` and the legend labels of ``plot_noisy_fit``."""
+    x_nodes, y_nodes = noisy_samples(n_nodes, noise, seed=seed)
+    lag = lagrange_basis(x, x_nodes) @ y_nodes
+    nw, _ = nadaraya_watson(x, x_nodes, y_nodes, "gaussian", bandwidth)
+    rmse = {name: float(((c - truth) ** 2).mean().sqrt()) for name, c in (("lag", lag), ("nw", nw))}
+    labels = (
+        f"Lagrange (RMSE {rmse['lag']:.3g})",
+        f"Nadaraya-Watson, h = {bandwidth:.2g} (RMSE {rmse['nw']:.3g})",
+        f"{n_nodes} noisy samples",
+    )
+    return x_nodes, y_nodes, lag, nw, labels
+
+
+def _noisy_title(noise: float) -> str:
+    return f"Noise level {noise:.2g}: interpolation chases the noise, pooling smooths it"
