@@ -125,7 +125,7 @@ def check_masked_attention(attention) -> Feedback:
 
     ``mask`` is bool with ``True`` = may attend. Compared with ``torch.nn.functional.scaled_dot_product_attention``
     on hidden random cases, on the rows that have something to attend to; a row with nothing to attend to must be
-    zeros (``F.scaled_dot_product_attention`` gives NaN there).
+    zeros (there ``F.scaled_dot_product_attention`` gives NaN in older PyTorch versions, zeros in newer ones).
     """
     if attention is None:
         return _hint("replace None with your function attention(queries, keys, values, mask).")
