@@ -16,7 +16,6 @@ import os
 from collections.abc import Callable
 
 import torch
-from torch.profiler import ProfilerActivity, profile
 
 from ._validate import require_int, require_positive
 
@@ -56,11 +55,13 @@ def peak_memory(fn: Callable, *args, threads: int = 1, **kwargs) -> int:
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        with _QuietStderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        # torch.autograd.profiler.profile rather than torch.profiler.profile: the same recorder (Kineto), without
+        # the latter's first start, which imports torch._inductor (seconds) to look up a setting for GPUs.
+        with _QuietStderr(), torch.autograd.profiler.profile(profile_memory=True) as prof:
             fn(*args, **kwargs)  # the result is freed as the call returns: it is counted while it was alive
     finally:
         torch.set_num_threads(before)
-    events = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events() if e.name() == "[memory]")
+    events = sorted((e.start_ns(), e.nbytes()) for e in prof.kineto_results.events() if e.name() == "[memory]")
     live = peak = 0
     for _, nbytes in events:  # + for an allocation, - for a free
         live += nbytes

@@ -120,13 +120,18 @@ def plot_io_cost(
     if axes is None:
         _, axes = plt.subplots(1, 2, figsize=figsize, dpi=90, layout="constrained", width_ratios=(1.3, 1))
     left, right = axes
-    sizes = 2 ** np.arange(8, 16)  # 256 .. 32768
-    costs = [io_cost(int(n), d, block_size) for n in sizes]
+    sizes = [2**k for k in range(8, 16)]  # 256 .. 32768
+    costs = [io_cost(n, d, block_size) for n in sizes]
     left.plot(sizes, [c["naive_bytes"] / _MB for c in costs], marker="o", color="C3", label="materialised")
     left.plot(sizes, [c["tiled_bytes"] / _MB for c in costs], marker="s", color="C0", label=f"tiled, b = {block_size}")
     left.plot([num_tokens] * 2, [here["naive_bytes"] / _MB, here["tiled_bytes"] / _MB], "k:", linewidth=1)
+    # Fixed ticks and limits: the same decorations for every N and b, so that a slider reuses one layout.
     left.set_xscale("log", base=2)
     left.set_yscale("log")
+    left.set_xticks(sizes, [f"{n // 1024}k" if n >= 1024 else str(n) for n in sizes])
+    left.set_yticks([1e-1, 1e1, 1e3, 1e5], ["0.1", "10", "1000", "100000"])
+    left.minorticks_off()
+    left.set_ylim(0.05, 2e5)
     left.set_xlabel("N = Q = K (log scale)")
     left.set_ylabel("MB moved to and from slow memory")
     ratio = here["naive_bytes"] / here["tiled_bytes"]
@@ -136,13 +141,12 @@ def plot_io_cost(
         fontsize=10,
     )
     left.legend(fontsize=8, loc="upper left")
-    left.grid(True, which="major", alpha=0.3)
     names = ["materialised", "tiled"]
     values = [here["naive_intensity"], here["tiled_intensity"]]
     right.bar(names, values, color=["C3", "C0"])
     for x, v in enumerate(values):
         right.text(x, v, f"{v:.1f}", ha="center", va="bottom", fontsize=9)
-    right.set_ylim(0, max(values) * 1.2)
+    right.set_ylim(0, max(150.0, max(values) * 1.2))
     right.set_ylabel("FLOPs per byte moved")
     fits = "fits in" if here["fits"] else "does NOT fit in"
     right.set_title(

@@ -1400,6 +1400,8 @@ def _bad_step(kind):
             return block.amax(-1), running_sum * torch.exp(running_max - new_max) + torch.exp(
                 block - new_max[:, None]
             ).sum(-1)
+        if kind == "placeholders":
+            return None, None
         if kind == "one-tensor":
             return new_max
         if kind == "keepdim":
@@ -1420,6 +1422,7 @@ def _bad_step(kind):
         (_bad_step("no-max-subtracted"), ["subtract new_max before exp", "overflows"]),
         (_bad_step("block-max-only"), ["new_max is off", "larger of running_max"]),
         (_bad_step("one-tensor"), ["return two tensors"]),
+        (_bad_step("placeholders"), ["replace the None placeholders"]),
         (_bad_step("keepdim"), ["shape (5,)", "dim=-1"]),
         (_bad_step("raise"), ["raised RuntimeError", "boom"]),
         (_online_step_in_place, ["in place"]),
@@ -1433,6 +1436,7 @@ def _bad_step(kind):
         "overflow",
         "block-max",
         "one",
+        "none-pair",
         "keepdim",
         "raise",
         "inplace",

@@ -83,6 +83,8 @@ def check_online_step(step) -> Feedback:
             result = step(*inputs)
         except Exception as error:  # noqa: BLE001 - any failure of the learner's code becomes a hint
             return _hint(f"your function raised {type(error).__name__} on {what}: {error}")
+        if isinstance(result, tuple) and any(t is None for t in result):
+            return _hint("replace the None placeholders: new_max and new_sum must be tensors of shape (R,).")
         if not (isinstance(result, tuple) and len(result) == 2 and all(isinstance(t, torch.Tensor) for t in result)):
             return _hint("return two tensors: (new_max, new_sum), each of shape (R,).")
         new_max, new_sum = result
