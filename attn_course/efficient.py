@@ -218,13 +218,14 @@ def flash_attention(
         for k_start in _key_blocks(q_start, q_stop, num_keys, block_size, offset, causal, window):  # inner loop
             k_stop = min(k_start + block_size, num_keys)
             allowed = None
-            if causal:
+            # A tile wholly inside the allowed band needs no mask: its last key is no later than its first query,
+            # and (with a window) its first key is within the window of its last query.
+            inside = k_stop - 1 <= q_start + offset and (window is None or k_start > q_stop - 1 + offset - window)
+            if causal and not inside:
                 k_pos = positions[k_start:k_stop]  # (bk,)
                 allowed = k_pos <= q_pos  # (bq, bk): the past and the present
                 if window is not None:
                     allowed = allowed & (k_pos > q_pos - window)  # ... the last `window` keys only
-                if bool(allowed.all()):
-                    allowed = None  # a tile wholly below the diagonal needs no mask
             running_max, running_sum, acc = _tile_step(
                 q_block,
                 k_all[..., k_start:k_stop, :],

@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from ._validate import require_int
 from .efficient import _key_blocks, _require_causal_sizes, block_counts
 from .efficient_cost import io_cost
+from .plotting import _updatable
 
 __all__ = ["plot_peak_memory", "plot_tiles", "plot_io_cost"]
 
@@ -117,13 +118,14 @@ def plot_io_cost(
     require_int(num_tokens, "num_tokens")
     require_int(block_size, "block_size")
     here = io_cost(num_tokens, d, block_size, fast_memory=fast_memory_kb * 1024)
-    if axes is None:
+    new_figure = axes is None
+    if new_figure:
         _, axes = plt.subplots(1, 2, figsize=figsize, dpi=90, layout="constrained", width_ratios=(1.3, 1))
     left, right = axes
     sizes = [2**k for k in range(8, 16)]  # 256 .. 32768
-    costs = [io_cost(n, d, block_size) for n in sizes]
-    left.plot(sizes, [c["naive_bytes"] / _MB for c in costs], marker="o", color="C3", label="materialised")
-    left.plot(sizes, [c["tiled_bytes"] / _MB for c in costs], marker="s", color="C0", label=f"tiled, b = {block_size}")
+    naive = [io_cost(n, d, block_size)["naive_bytes"] / _MB for n in sizes]
+    left.plot(sizes, naive, marker="o", color="C3", label="materialised")
+    left.plot(sizes, _tiled_curve(sizes, d, block_size), marker="s", color="C0", label=f"tiled, b = {block_size}")
     left.plot([num_tokens] * 2, [here["naive_bytes"] / _MB, here["tiled_bytes"] / _MB], "k:", linewidth=1)
     # Fixed ticks and limits: the same decorations for every N and b, so that a slider reuses one layout.
     left.set_xscale("log", base=2)
@@ -134,25 +136,63 @@ def plot_io_cost(
     left.set_ylim(0.05, 2e5)
     left.set_xlabel("N = Q = K (log scale)")
     left.set_ylabel("MB moved to and from slow memory")
-    ratio = here["naive_bytes"] / here["tiled_bytes"]
-    left.set_title(
-        f"N = {num_tokens}: {here['naive_bytes'] / _MB:,.0f} MB against "
-        f"{here['tiled_bytes'] / _MB:,.1f} MB ({ratio:.1f}x less)",
-        fontsize=10,
-    )
+    left.set_title(_bytes_title(num_tokens, here), fontsize=10)
     left.legend(fontsize=8, loc="upper left")
-    names = ["materialised", "tiled"]
     values = [here["naive_intensity"], here["tiled_intensity"]]
-    right.bar(names, values, color=["C3", "C0"])
+    right.bar(["materialised", "tiled"], values, color=["C3", "C0"])
     for x, v in enumerate(values):
         right.text(x, v, f"{v:.1f}", ha="center", va="bottom", fontsize=9)
     right.set_ylim(0, max(150.0, max(values) * 1.2))
     right.set_ylabel("FLOPs per byte moved")
-    fits = "fits in" if here["fits"] else "does NOT fit in"
-    right.set_title(
-        f"{here['flops'] / 1e9:.1f} GFLOP for both; a tile needs\n{here['tile_bytes'] / 1024:.0f} KiB, "
-        f"{fits} {fast_memory_kb:.0f} KiB",
-        fontsize=10,
-        color="black" if here["fits"] else "C3",
+    title, colour = _fit_title(here, fast_memory_kb)
+    right.set_title(title, fontsize=10, color=colour)
+    fig = left.figure
+    if not new_figure:
+        return fig
+    fixed = (d, fast_memory_kb, tuple(figsize))
+
+    def update(num_tokens=4096, block_size=64, d=d, fast_memory_kb=fast_memory_kb, axes=None, figsize=figsize):
+        if axes is not None or (d, fast_memory_kb, tuple(figsize)) != fixed:
+            return False
+        require_int(num_tokens, "num_tokens")
+        require_int(block_size, "block_size")
+        here = io_cost(num_tokens, d, block_size, fast_memory=fast_memory_kb * 1024)
+        values = [here["naive_intensity"], here["tiled_intensity"]]
+        if max(values) * 1.2 > 150.0:
+            return False  # another y range: draw a new figure
+        tiled_line, marker = left.lines[1], left.lines[2]
+        tiled_line.set_ydata(_tiled_curve(sizes, d, block_size))
+        tiled_line.set_label(f"tiled, b = {block_size}")
+        left.get_legend().get_texts()[1].set_text(f"tiled, b = {block_size}")
+        marker.set_data([num_tokens] * 2, [here["naive_bytes"] / _MB, here["tiled_bytes"] / _MB])
+        left.set_title(_bytes_title(num_tokens, here), fontsize=10)
+        for bar, text, value in zip(right.patches, right.texts, values, strict=True):
+            bar.set_height(value)
+            text.set_y(value)
+            text.set_text(f"{value:.1f}")
+        title, colour = _fit_title(here, fast_memory_kb)
+        right.set_title(title, fontsize=10, color=colour)
+        return True
+
+    return _updatable(fig, plot_io_cost, update)
+
+
+def _tiled_curve(sizes, d: int, block_size: int) -> list[float]:
+    return [io_cost(n, d, block_size)["tiled_bytes"] / _MB for n in sizes]
+
+
+def _bytes_title(num_tokens: int, here: dict) -> str:
+    ratio = here["naive_bytes"] / here["tiled_bytes"]
+    return (
+        f"N = {num_tokens}: {here['naive_bytes'] / _MB:,.0f} MB against "
+        f"{here['tiled_bytes'] / _MB:,.1f} MB ({ratio:.1f}x less)"
     )
-    return left.figure
+
+
+def _fit_title(here: dict, fast_memory_kb: float) -> tuple[str, str]:
+    fits = "fits in" if here["fits"] else "does NOT fit in"
+    title = (
+        f"{here['flops'] / 1e9:.1f} GFLOP for both; a tile needs\n{here['tile_bytes'] / 1024:.0f} KiB, "
+        f"{fits} {fast_memory_kb:.0f} KiB"
+    )
+    return title, "black" if here["fits"] else "C3"

@@ -285,3 +285,15 @@ def test_flash_attention_causal_and_window_errors():
         ac.flash_attention(x, x, x, 2, causal=True, window=0)
     with pytest.raises(ValueError, match="num_queries must be an integer >= 1, got 0"):
         ac.block_counts(0, 4, 2)
+
+
+@pytest.mark.parametrize("causal, window", [(False, None), (True, None), (True, 5)])
+def test_flash_attention_on_the_meta_device_keeps_device_shape_and_dtype(causal, window):
+    q, k, v = (
+        torch.empty(2, 3, 20, 8, device="meta"),
+        torch.empty(2, 3, 30, 8, device="meta"),
+        torch.empty(2, 3, 30, 4, device="meta"),
+    )
+    out = ac.flash_attention(q, k, v, 8, causal=causal, window=window)
+    assert out.device.type == "meta" and out.shape == (2, 3, 20, 4) and out.dtype == torch.float32
+    assert ac.online_softmax(torch.empty(3, 30, device="meta"), 8).device.type == "meta"

@@ -138,3 +138,20 @@ def test_plot_io_cost_marks_n_and_says_whether_a_tile_fits():
     assert "N = 4096" in left.get_title()
     assert "fits in 192 KiB" in right.get_title()
     assert "does NOT fit" in ac.plot_io_cost(4096, 512).axes[1].get_title()
+
+
+def test_plot_io_cost_redrawn_in_place_matches_a_new_figure():
+    fig = ac.plot_io_cost(4096, 64)
+    plot_fn, update = fig._attn_course_update
+    assert plot_fn is ac.plot_io_cost
+    assert update(num_tokens=1024, block_size=256) is True
+    fresh = ac.plot_io_cost(1024, 256)
+    for ax, want in zip(fig.axes, fresh.axes, strict=True):
+        assert ax.get_title() == want.get_title()
+        assert ax.title.get_color() == want.title.get_color()
+        for line, want_line in zip(ax.lines, want.lines, strict=True):
+            assert list(line.get_ydata()) == pytest.approx(list(want_line.get_ydata()))
+        assert [p.get_height() for p in ax.patches] == pytest.approx([p.get_height() for p in want.patches])
+        assert [t.get_text() for t in ax.texts] == [t.get_text() for t in want.texts]
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()][1] == "tiled, b = 256"
+    assert update(num_tokens=1024, block_size=256, d=32) is False  # another d: a new figure
