@@ -1726,3 +1726,138 @@ def test_check_causal_row_right_answer(answer):
 )
 def test_check_causal_row_hints(answer, words):
     assert_hint(check_causal_row(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# notebook 10: check_online_step (build it), check_causal_tiles, check_tiled_bytes
+# ----------------------------------------------------------------------------------------------
+
+
+def _online_step(running_max, running_sum, block):
+    new_max = torch.maximum(running_max, block.amax(dim=-1))
+    return new_max, running_sum * torch.exp(running_max - new_max) + torch.exp(block - new_max[:, None]).sum(-1)
+
+
+def _online_step_in_place(running_max, running_sum, block):
+    new_max = torch.maximum(running_max, block.amax(dim=-1))
+    running_sum.mul_(torch.exp(running_max - new_max)).add_(torch.exp(block - new_max[:, None]).sum(-1))
+    return new_max, running_sum
+
+
+def _online_step_float32(running_max, running_sum, block):
+    new_max, new_sum = _online_step(running_max.float(), running_sum.float(), block.float())
+    return new_max.double(), new_sum.double()
+
+
+@pytest.mark.parametrize("fn", [_online_step, _online_step_float32], ids=["reference-formula", "float32"])
+def test_check_online_step_right_answer(fn):
+    feedback = checks.check_online_step(fn)
+    assert_correct(feedback)
+    assert "scores of 1e4" in repr(feedback)
+
+
+def _bad_step(kind):
+    def step(running_max, running_sum, block):
+        new_max = torch.maximum(running_max, block.amax(dim=-1))
+        if kind == "no-rescale":
+            return new_max, running_sum + torch.exp(block - new_max[:, None]).sum(-1)
+        if kind == "old-max":
+            return new_max, running_sum * torch.exp(running_max - new_max) + torch.exp(
+                block - running_max[:, None]
+            ).sum(-1)
+        if kind == "inverted":
+            return new_max, running_sum * torch.exp(new_max - running_max) + torch.exp(block - new_max[:, None]).sum(-1)
+        if kind == "no-max-subtracted":
+            return new_max, running_sum * torch.exp(running_max - new_max) + torch.exp(block).sum(-1)
+        if kind == "block-max-only":
+            return block.amax(-1), running_sum * torch.exp(running_max - new_max) + torch.exp(
+                block - new_max[:, None]
+            ).sum(-1)
+        if kind == "placeholders":
+            return None, None
+        if kind == "one-tensor":
+            return new_max
+        if kind == "keepdim":
+            return block.amax(-1, keepdim=True), running_sum[:, None]
+        raise RuntimeError("boom")
+
+    return step
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None", "step(running_max, running_sum, block)"]),
+        (3, ["expected a function", "int"]),
+        (_bad_step("no-rescale"), ["not rescaled", "exp(running_max - new_max)"]),
+        (_bad_step("old-max"), ["against the new maximum", "-inf"]),
+        (_bad_step("inverted"), ["inverted"]),
+        (_bad_step("no-max-subtracted"), ["subtract new_max before exp", "overflows"]),
+        (_bad_step("block-max-only"), ["new_max is off", "larger of running_max"]),
+        (_bad_step("one-tensor"), ["return two tensors"]),
+        (_bad_step("placeholders"), ["replace the None placeholders"]),
+        (_bad_step("keepdim"), ["shape (5,)", "dim=-1"]),
+        (_bad_step("raise"), ["raised RuntimeError", "boom"]),
+        (_online_step_in_place, ["in place"]),
+    ],
+    ids=[
+        "none",
+        "int",
+        "no-rescale",
+        "old-max",
+        "inverted",
+        "overflow",
+        "block-max",
+        "one",
+        "none-pair",
+        "keepdim",
+        "raise",
+        "inplace",
+    ],
+)
+def test_check_online_step_hints(answer, words):
+    assert_hint(checks.check_online_step(answer), *words)
+
+
+@pytest.mark.parametrize("answer", [36, 36.0, torch.tensor(36)])
+def test_check_causal_tiles_right_answer(answer):
+    feedback = checks.check_causal_tiles(answer)
+    assert_correct(feedback)
+    assert "28 skipped" in repr(feedback)
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None"]),
+        ("many", ["one number"]),
+        (64, ["every tile", "skipped"]),
+        (28, ["below the diagonal only", "diagonal tiles"]),
+        (28.0, ["below the diagonal only"]),
+        (35, ["ceil(N / b)"]),
+    ],
+)
+def test_check_causal_tiles_hints(answer, words):
+    assert_hint(checks.check_causal_tiles(answer), *words)
+
+
+def test_check_tiled_bytes_right_answer():
+    from attn_course import io_cost
+
+    feedback = checks.check_tiled_bytes(io_cost(4096, 64, 128)["tiled_bytes"])
+    assert_correct(feedback)
+    assert "69,206,016 bytes" in repr(feedback)
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None"]),
+        (69_206_016 // 4, ["number of elements", "4 bytes"]),
+        (4 * 2 * 32 * 4096 * 64, ["reading Q once"]),
+        (4 * 4 * 4096 * 64, ["once per query block"]),
+        (1.0, ["2 N d", "ceil(N / b)"]),
+    ],
+)
+def test_check_tiled_bytes_hints(answer, words):
+    assert_hint(checks.check_tiled_bytes(answer), *words)

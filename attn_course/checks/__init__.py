@@ -28,6 +28,7 @@ from .nb06 import (
 )
 from .nb07 import check_alignment_position, check_context, check_memory_size
 from .nb08 import check_causal_row, check_ffn_parameters, check_layer_norm
+from .nb10 import check_causal_tiles, check_online_step, check_tiled_bytes
 
 __all__ = [
     "Feedback",
@@ -62,4 +63,7 @@ __all__ = [
     "check_layer_norm",
     "check_ffn_parameters",
     "check_causal_row",
+    "check_online_step",
+    "check_causal_tiles",
+    "check_tiled_bytes",
 ]
