@@ -368,7 +368,7 @@ def test_check_nw_pooling_hidden_cases_tell_queries_from_keys_and_include_an_emp
 
 
 # ----------------------------------------------------------------------------------------------
-# check_lagrange_weight: l_5(3.5) for the ten points of notebook 02
+# check_lagrange_weight: l_4(3.5) for the ten points of notebook 02 (nodes counted from 0)
 # ----------------------------------------------------------------------------------------------
 
 X_POINTS = [1.1, 1.5, 2.0, 3.1, 4.2, 4.3, 4.6, 5.1, 7.1, 8.3]
@@ -384,7 +384,7 @@ def _basis(i, x):
     return value
 
 
-L5 = _basis(4, 3.5)  # the fifth point, x_5 = 4.2
+L5 = _basis(4, 3.5)  # x_4 = 4.2, the fifth point
 
 
 def test_the_ten_points_are_those_of_the_data_module():
@@ -406,7 +406,7 @@ def test_the_ten_points_are_those_of_the_data_module():
 def test_check_lagrange_weight_right_answer(answer):
     feedback = check_lagrange_weight(answer)
     assert_correct(feedback)
-    assert "8.0819" in repr(feedback) and "x_5 = 4.2" in repr(feedback)
+    assert "8.0819" in repr(feedback) and "x_4 = 4.2" in repr(feedback)
 
 
 def _float32_loop():
@@ -433,16 +433,16 @@ def test_check_lagrange_weight_accepts_a_float32_computation(answer):
 @pytest.mark.parametrize(
     "answer, words",
     [
-        (None, ["replace None", "l_5(3.5)"]),
+        (None, ["replace None", "l_4(3.5)"]),
         ("eight", ["one number", "str"]),
         ([L5, L5], ["one number", "list"]),
         (torch.tensor([L5, L5]), ["one number", "Tensor"]),
-        (_basis(3, 3.5), ["off by one", "x_5 = 4.2", "index 4"]),
-        (_basis(5, 3.5), ["off by one", "x_5 = 4.2", "index 4"]),
+        (_basis(3, 3.5), ["off by one", "x_4 = 4.2", "index 4"]),
+        (_basis(5, 3.5), ["off by one", "x_4 = 4.2", "index 4"]),
         (1 / L5, ["upside down", "x - x_j on top"]),
-        (-L5, ["multiply (3.5 - x_j) / (x_5 - x_j)"]),
-        (8.0, ["multiply (3.5 - x_j) / (x_5 - x_j)"]),
-        (1.0, ["multiply (3.5 - x_j) / (x_5 - x_j)"]),
+        (-L5, ["multiply (3.5 - x_j) / (x_4 - x_j)"]),
+        (8.0, ["multiply (3.5 - x_j) / (x_4 - x_j)"]),
+        (1.0, ["multiply (3.5 - x_j) / (x_4 - x_j)"]),
     ],
     ids=["none", "str", "list", "tensor-2", "l_4", "l_6", "reciprocal", "sign", "rounded", "one"],
 )

@@ -13,8 +13,8 @@ __all__ = ["check_lagrange_weight", "check_nearest_neighbour_limit", "check_conv
 
 
 def check_lagrange_weight(answer) -> Feedback:
-    """``l_5(3.5)``: the fifth Lagrange basis polynomial of the ten data points, at x = 3.5."""
-    value = _number(answer, "l_5(3.5) as a number")
+    """``l_4(3.5)``: the Lagrange basis polynomial of ``x_4 = 4.2`` (nodes counted from 0), at x = 3.5."""
+    value = _number(answer, "l_4(3.5) as a number")
     if isinstance(value, Feedback):
         return value
     nodes = lagrange_points()[0].tolist()
@@ -24,12 +24,12 @@ def check_lagrange_weight(answer) -> Feedback:
 
     target = basis(4, 3.5)
     if math.isclose(value, target, rel_tol=1e-4, abs_tol=1e-9):
-        return _ok(f"l_5(3.5) = {target:.4f}: the weight that the query 3.5 gives to the fifth point, x_5 = 4.2.")
+        return _ok(f"l_4(3.5) = {target:.4f}: the weight that the query 3.5 gives to x_4 = 4.2, far above 1.")
     if math.isclose(value, basis(5, 3.5), rel_tol=1e-4) or math.isclose(value, basis(3, 3.5), rel_tol=1e-4):
-        return _hint("off by one: l_5 belongs to the fifth point, x_5 = 4.2 (index 4 in Python).")
+        return _hint("off by one: l_4 belongs to x_4 = 4.2, index 4 counting from 0 (the first point is x_0 = 1.1).")
     if math.isclose(value, 1 / target, rel_tol=1e-4):
-        return _hint("upside down: the factors are (x - x_j) / (x_5 - x_j), x - x_j on top.")
-    return _hint("multiply (3.5 - x_j) / (x_5 - x_j) over every j except the fifth point itself.")
+        return _hint("upside down: the factors are (x - x_j) / (x_4 - x_j), x - x_j on top.")
+    return _hint("multiply (3.5 - x_j) / (x_4 - x_j) over every j except j = 4 itself.")
 
 
 def check_nearest_neighbour_limit(answer) -> Feedback:
