@@ -13,6 +13,7 @@ from attn_course.checks import (
     check_bmm_shape,
     check_causal_mask,
     check_causal_row,
+    check_chebyshev_nodes,
     check_context,
     check_convex_bound,
     check_distance_scores,
@@ -68,9 +69,11 @@ def test_every_check_function_is_covered_here():
         "check_nw_weights",
         "check_pooling_limit",
         "check_epanechnikov",
+        "check_nw_pooling",
         "check_lagrange_weight",
         "check_nearest_neighbour_limit",
         "check_convex_bound",
+        "check_chebyshev_nodes",
         "check_scaled_scores",
         "check_dot_variance",
         "check_distance_scores",
@@ -515,6 +518,52 @@ def test_check_convex_bound_right_answer(answer):
 )
 def test_check_convex_bound_hints(answer, words):
     assert_hint(check_convex_bound(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_chebyshev_nodes: 20 Chebyshev nodes on [0, 5], counted from 0
+# ----------------------------------------------------------------------------------------------
+
+_K20 = list(range(20))
+CHEBYSHEV_20 = [2.5 + 2.5 * math.cos((2 * k + 1) * math.pi / 40) for k in _K20]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        torch.tensor(CHEBYSHEV_20, dtype=torch.float64),
+        torch.tensor(CHEBYSHEV_20[::-1]),  # float32, increasing: any order is right
+        2.5 + 2.5 * torch.cos((2 * torch.arange(1, 21) - 1) * torch.pi / 40),  # k from 1: the same nodes
+    ],
+    ids=["float64", "float32-reversed", "counted-from-1"],
+)
+def test_check_chebyshev_nodes_right_answer(answer):
+    feedback = check_chebyshev_nodes(answer)
+    assert_correct(feedback)
+    gaps = np.diff(sorted(CHEBYSHEV_20))
+    assert f"{gaps.min():.3f} apart near the ends" in repr(feedback) and f"{gaps.max():.3f} in the middle" in repr(
+        feedback
+    )
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None", "(20,)"]),
+        (CHEBYSHEV_20, ["torch.Tensor", "list"]),
+        (torch.tensor(CHEBYSHEV_20[:10]), ["expected shape (20,)", "got (10,)"]),
+        (torch.arange(20), ["floating-point", "torch.int64"]),
+        (torch.tensor([(v - 2.5) / 2.5 for v in CHEBYSHEV_20]), ["[-1, 1]", "map them to [0, 5]"]),
+        (torch.linspace(0, 5, 20), ["evenly spaced"]),
+        (torch.tensor([2.5 + 2.5 * math.cos(k * math.pi / 19) for k in _K20]), ["extrema", "(2k + 1) pi / (2n)"]),
+        (torch.tensor([2.5 + 2.5 * math.cos((k + 1) * math.pi / 20) for k in _K20]), ["extrema"]),
+        (torch.tensor([2.5 + 2.5 * math.cos((2 * k + 1) / 40) for k in _K20]), ["left out pi"]),
+        (torch.tensor([2.5 + 2.5 * math.cos((2 * k + 1) * math.pi / 20) for k in _K20]), ["x_k = (a + b)/2"]),
+    ],
+    ids=["none", "list", "short", "integer", "unit-interval", "even", "extrema", "extrema-2", "no-pi", "other"],
+)
+def test_check_chebyshev_nodes_hints(answer, words):
+    assert_hint(check_chebyshev_nodes(answer), *words)
 
 
 # ----------------------------------------------------------------------------------------------
