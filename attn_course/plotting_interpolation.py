@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from ._validate import require_float, require_rank
+from ._validate import require_float, require_int, require_rank
 from .data import noisy_samples, true_function
 from .kernels import lagrange_basis, nadaraya_watson
 from .plotting import _updatable
@@ -39,9 +39,9 @@ def plot_lagrange_basis(
     require_float(nodes, "nodes")
     require_rank(nodes, "nodes", (1,), "(N,)")
     n = len(nodes)
-    highlight = [int(i) for i in highlight]
-    if any(not 0 <= i < n for i in highlight):
-        raise ValueError(f"highlight must hold node indices in [0, {n - 1}], got {highlight}")
+    if isinstance(highlight, int | str) or not isinstance(highlight, Sequence):
+        raise TypeError(f"highlight must be a sequence of node indices, got {type(highlight).__name__}")
+    highlight = [require_int(i, "each index in highlight", 0, n - 1) for i in highlight]
     if ax is None:
         _, ax = plt.subplots(figsize=figsize, layout="constrained")
     x = torch.linspace(float(nodes.min()), float(nodes.max()), 1001, dtype=nodes.dtype)

@@ -225,7 +225,22 @@ def test_plot_lagrange_basis_highlight_marks_ones_and_zeros_of_the_chosen_curves
 
 @pytest.mark.parametrize("highlight", [(10,), (-1,)])
 def test_plot_lagrange_basis_highlight_out_of_range(highlight):
-    with pytest.raises(ValueError, match=r"highlight must hold node indices in \[0, 9\]"):
+    with pytest.raises(ValueError, match=r"each index in highlight must be an integer in \[0, 9\], got -?1"):
+        plot_lagrange_basis(lagrange_points()[0], highlight=highlight)
+
+
+@pytest.mark.parametrize(
+    "highlight, match",
+    [
+        (2, "highlight must be a sequence of node indices, got int"),
+        ("2", "highlight must be a sequence of node indices, got str"),
+        ((2.0,), r"each index in highlight must be an integer in \[0, 9\], got 2.0 \(float\)"),
+        ((True,), r"each index in highlight must be an integer .* \(bool\)"),
+    ],
+    ids=["int", "str", "float", "bool"],
+)
+def test_plot_lagrange_basis_highlight_wrong_type(highlight, match):
+    with pytest.raises(TypeError, match=match):
         plot_lagrange_basis(lagrange_points()[0], highlight=highlight)
 
 
