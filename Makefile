@@ -5,6 +5,7 @@
 #   make html    execute the notebooks and render the student site (build/site/index.html)
 #   make test-browser  the site and the sliders in a real browser (Debian's chromium, headless)
 #   make bench   how fast the course feels: notebooks, slider redraws, attention kernels against PyTorch
+#   make student the notebooks without their solution cells, for teachers who grade (build/student/)
 #   make clean   remove .venv and everything built
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -23,7 +24,7 @@ PYTEST_WORKERS ?= 2
 export MKL_CBWR := AVX2
 export ATEN_CPU_CAPABILITY := avx2
 
-.PHONY: setup test unit nbval lint lab html test-browser bench execute clean
+.PHONY: setup test unit nbval lint lab html test-browser bench execute student clean
 
 setup: $(STAMP) $(KERNEL_STAMP)
 
@@ -78,6 +79,15 @@ test-browser: html
 
 bench: setup
 	$(BIN)/python benchmarks/bench.py
+
+# The notebooks as a class hands them out: every cell tagged solution removed by nbconvert's TagRemovePreprocessor,
+# everything else (outputs included) as stored. STUDENT sets the folder.
+STUDENT ?= build/student
+student: setup
+	rm -rf $(STUDENT)
+	$(BIN)/jupyter nbconvert --log-level=WARN --to notebook --output-dir $(STUDENT) \
+		--TagRemovePreprocessor.enabled=True --TagRemovePreprocessor.remove_cell_tags=solution \
+		notebooks/[0-9][0-9]_*.ipynb
 
 clean:
 	rm -rf $(VENV) build site/node_modules .pytest_cache .ruff_cache attn_course.egg-info

@@ -27,6 +27,9 @@ Every notebook imports it; each module covers one idea, in course order:
 * ``training``  training and greedy-decoding accuracy (notebooks 07-08)
 * ``data``      the course's data, made in code
 * ``checks``    instant feedback for the exercises
+* ``efficient``  the online softmax and a tiled (FlashAttention) forward pass, causal and local (notebook 10)
+* ``efficient_cost``  peak memory measured with the profiler, bytes moved in an IO model (notebook 10)
+* ``plotting_efficient``  the figures of efficient attention: memory, tiles, the IO model (notebook 10)
 
 Axis names, used in every docstring and shape comment:
 
@@ -45,6 +48,8 @@ dtype it is given and never modifies its inputs in place.
 
 from . import checks, data, tasks
 from .cost import attention_cost, loglog_slope
+from .efficient import block_counts, flash_attention, online_softmax
+from .efficient_cost import io_cost, peak_memory
 from .gallery import pattern_scores, plot_masking_demo, plot_pattern_gallery
 from .interpolation import curve_mean_var
 from .kernels import KERNELS, boxcar, constant, epanechnikov, gaussian, lagrange_basis, nadaraya_watson
@@ -52,6 +57,7 @@ from .layers import AdditiveAttention, DotProductAttention, NWKernelRegression
 from .masking import causal_mask, masked_softmax, sequence_mask
 from .multihead import MultiHeadAttention, merge_heads, multi_head_attention, split_heads
 from .plotting import show_heatmaps
+from .plotting_efficient import plot_io_cost, plot_peak_memory, plot_tiles
 from .plotting_interpolation import plot_lagrange_basis, plot_noisy_fit, plot_weight_comparison
 from .plotting_models import plot_head_weights, plot_rotation, plot_transformer_attention
 from .plotting_pooling import plot_kernels, plot_nw_fit, plot_query_weights, plot_regression
@@ -146,4 +152,12 @@ __all__ = [
     "TransformerSeq2Seq",
     "tasks",
     "plot_transformer_attention",
+    "block_counts",
+    "flash_attention",
+    "io_cost",
+    "online_softmax",
+    "peak_memory",
+    "plot_io_cost",
+    "plot_peak_memory",
+    "plot_tiles",
 ]

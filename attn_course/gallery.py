@@ -24,7 +24,7 @@ def pattern_scores(kind: str, n: int = 6, strength: float = 4.0) -> torch.Tensor
     * ``"diagonal"``: each token attends to itself.
     * ``"previous token"``: each token attends to the one before it (the first token to itself).
     * ``"uniform"``: every score equal, so every weight is 1/n.
-    * ``"first token"``: every token attends to the first one (a common "resting place" in trained models).
+    * ``"first token"``: every token attends to the first one (an "attention sink" in trained models).
 
     Args:
         kind: one of ``PATTERNS``.
@@ -46,7 +46,7 @@ def pattern_scores(kind: str, n: int = 6, strength: float = 4.0) -> torch.Tensor
 
 def plot_pattern_gallery(n: int = 6, strength: float = 4.0, tokens=None, axes=None) -> Figure:
     """The four patterns of ``PATTERNS`` side by side, on one colour scale; ``axes``: four axes, or None."""
-    tokens = list(tokens) if tokens is not None else [f"t{i + 1}" for i in range(n)]
+    tokens = list(tokens) if tokens is not None else [f"t{i}" for i in range(n)]
     if len(tokens) != n:
         raise ValueError(f"tokens must hold n = {n} names, got {len(tokens)}")
     weights = torch.stack([torch.softmax(pattern_scores(kind, n, strength), dim=-1) for kind in PATTERNS])
@@ -71,7 +71,7 @@ def _masking_demo(valid_len_1: int, valid_len_2: int, causal: bool, seed: int):
     scores = torch.randn(2, length, length, generator=gen)  # (B, Q, K) self-attention: Q = K = 6 positions
     mask = causal_mask(length) if causal else None
     weights = masked_softmax(scores, torch.tensor([valid_len_1, valid_len_2]), mask)  # (B, Q, K)
-    tokens = [[f"w{i + 1}" if i < n else "<pad>" for i in range(length)] for n in (valid_len_1, valid_len_2)]
+    tokens = [[f"w{i}" if i < n else "<pad>" for i in range(length)] for n in (valid_len_1, valid_len_2)]
     titles = [f"sequence 1: valid length {valid_len_1}", f"sequence 2: valid length {valid_len_2}"]
     suptitle = ("padding + causal mask" if causal else "padding mask") + " (rows: queries)"
     return weights, tokens, titles, suptitle
@@ -84,7 +84,7 @@ def plot_masking_demo(
 
     Args:
         valid_len_1, valid_len_2: the real lengths of the two sequences (0 to 6); later positions are padding.
-        causal: also hide the future (query i sees keys 1..i).
+        causal: also hide the future (query i sees keys 0..i; positions count from 0).
         seed: seed of the random scores.
         axes: two axes, or None for a new figure.
     """

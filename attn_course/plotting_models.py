@@ -42,7 +42,7 @@ def plot_head_weights(num_heads: int = 4, num_hiddens: int = 16, seed: int = 0, 
     rows = -(-num_heads // cols)
     grid = torch.zeros(rows * cols, len(tokens), len(tokens))
     grid[:num_heads] = weights
-    titles = [f"head {h + 1}" for h in range(num_heads)] + ["(no head)"] * (rows * cols - num_heads)
+    titles = [f"head {h}" for h in range(num_heads)] + ["(no head)"] * (rows * cols - num_heads)
     return show_heatmaps(
         grid.reshape(rows, cols, len(tokens), len(tokens)),
         ax=axes,
@@ -67,15 +67,21 @@ def _check_rotation_args(delta, freq_index, num_steps: int, num_hiddens: int) ->
 
 def _draw_rotation(left, right, encoding: torch.Tensor, delta: int, freq_index: int) -> None:
     """What changes with ``delta`` and ``freq_index``: the waves' data and labels, the arrows, dots and rings,
-    the titles. ``left`` already holds two wave lines and a legend."""
+    the titles. ``left`` already holds two smooth wave lines (with a legend), then two lines of dots."""
     num_steps, num_hiddens = encoding.shape
     omega = float(frequencies(num_hiddens)[freq_index])
     waves = (encoding[:, 2 * freq_index], encoding[:, 2 * freq_index + 1])  # sin and cos columns, (T,) each
+    fine = left.lines[0].get_xdata()  # (F,) positions between the whole ones, drawn once in plot_rotation
+    smooth = (torch.sin(torch.as_tensor(fine) * omega), torch.cos(torch.as_tensor(fine) * omega))  # (F,) each
     labels = (f"column {2 * freq_index}: sin(i w)", f"column {2 * freq_index + 1}: cos(i w)")
-    for line, legend_text, wave, label in zip(left.lines, left.get_legend().get_texts(), waves, labels, strict=True):
-        line.set_ydata(wave)
+    for line, legend_text, curve, label in zip(
+        left.lines[:2], left.get_legend().get_texts(), smooth, labels, strict=True
+    ):
+        line.set_ydata(curve)
         line.set_label(label)
         legend_text.set_text(label)
+    for dots, wave in zip(left.lines[2:4], waves, strict=True):
+        dots.set_ydata(wave)  # the encoding exists at whole positions only
     left.relim()  # slow waves span less than [-1, 1]
     left.autoscale_view()
     left.set_title(
@@ -97,13 +103,8 @@ def _draw_rotation(left, right, encoding: torch.Tensor, delta: int, freq_index: 
             arrowprops={"arrowstyle": "->", "color": colour},
         )
         right.plot([float(start[1])], [float(start[0])], "o", color=colour, markersize=5)
-        right.annotate(
-            f"{i}",
-            (float(start[1]), float(start[0])),
-            textcoords="offset points",
-            xytext=(-10, -10),
-            fontsize=8,
-            color=colour,
+        right.text(  # outside the unit circle, where no arrow (a chord inside it) passes
+            1.17 * float(start[1]), 1.17 * float(start[0]), f"{i}", fontsize=8, color=colour, ha="center", va="center"
         )
         target = encoding[i + delta, 2 * freq_index : 2 * freq_index + 2]  # the true (sin, cos) at i + delta
         right.plot([float(target[1])], [float(target[0])], "o", markerfacecolor="none", color=colour, markersize=10)
@@ -135,8 +136,11 @@ def plot_rotation(
         _, axes = plt.subplots(1, 2, figsize=figsize, layout="constrained", width_ratios=(1.6, 1))
     left, right = axes
     positions = torch.arange(num_steps)
-    left.plot(positions, encoding[:, 0], ".-", label="sin")  # data and labels: _draw_rotation
-    left.plot(positions, encoding[:, 1], ".-", label="cos")
+    fine = torch.linspace(0, num_steps - 1, 10 * (num_steps - 1) + 1)  # (F,): smooth waves between the positions
+    for colour, label in (("C0", "sin"), ("C1", "cos")):  # data and labels: _draw_rotation
+        left.plot(fine, torch.zeros_like(fine), color=colour, linewidth=1, label=label)
+    for colour in ("C0", "C1"):
+        left.plot(positions, torch.zeros(num_steps), "o", color=colour, markersize=3)
     left.set_xlabel("position i")
     left.set_ylabel("encoding value")
     left.legend(fontsize=8, loc="lower left")

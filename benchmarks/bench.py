@@ -6,6 +6,7 @@
    time from a control change to a finished PNG, against 100 ms and 200 ms.
 3. Attention kernels: attn_course's scaled dot-product attention and masked softmax against PyTorch's,
    ours / PyTorch's, against 1.5.
+4. Efficient attention: flash_attention against the fused kernel and the materialised formula, time and peak memory.
 
 The numbers are reported, not asserted: a person judges them (the machine may be busy with other work; the
 load average before and after is in the report). ``--only notebooks,sliders,kernels`` runs some parts.
@@ -24,6 +25,7 @@ import sys
 import time
 from pathlib import Path
 
+import efficient_bench
 import kernel_ratios
 import matplotlib
 import notebook_times
@@ -33,7 +35,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 RESULTS = Path(__file__).resolve().parent / "results.md"
-PARTS = ("notebooks", "sliders", "kernels")
+PARTS = ("notebooks", "sliders", "kernels", "efficient")
 
 
 def _progress(message: str) -> None:
@@ -184,6 +186,11 @@ def main(argv: list[str] | None = None) -> int:
         note = KERNEL_NOTE.format(threads=threads, omp_wait=args.omp_wait)
         sections.append(("3. Attention kernels", note, table))
         misses += [f"kernel {m}" for m in missed]
+    if "efficient" in parts:
+        table, missed = efficient_bench.verdicts(efficient_bench.run(progress=_progress))
+        note = efficient_bench.__doc__.split("\n\n", 1)[1].strip()
+        sections.append(("4. Efficient attention", note, _table(efficient_bench.HEADER, table)))
+        misses += [f"efficient {m}" for m in missed]
 
     header = [
         "# Benchmarks",

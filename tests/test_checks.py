@@ -944,7 +944,7 @@ def test_check_new_token_output_hints(answer, words):
 T, F_ = True, False
 PADDING = [[T, T, F_, F_, F_], [T, T, T, T, F_]]  # valid lengths 2 and 4 of 5 positions
 CAUSAL = [[T, F_, F_, F_], [T, T, F_, F_], [T, T, T, F_], [T, T, T, T]]
-PADDING_CAUSAL = [[T, F_, F_, F_], [T, T, F_, F_], [T, T, T, F_], [T, T, T, F_]]  # valid length 3: column 4 hidden
+PADDING_CAUSAL = [[T, F_, F_, F_], [T, T, F_, F_], [T, T, T, F_], [T, T, T, F_]]  # valid length 3: column 3 hidden
 
 
 def _flip(rows):
@@ -1030,7 +1030,7 @@ CAUSAL_OR_PADDING = [[T, T, T, F_], [T, T, T, F_], [T, T, T, F_], [T, T, T, T]]
         (torch.tensor([PADDING_CAUSAL]), ["expected shape (4, 4)", "got (1, 4, 4)"]),
         (torch.tensor(PADDING_CAUSAL).long(), ["bool tensor", "torch.int64"]),
         (torch.tensor(CAUSAL_OR_PADDING), ["OR lets a query see", "(&)"]),
-        (torch.tensor(CAUSAL), ["causal mask alone", "column 4"]),
+        (torch.tensor(CAUSAL), ["causal mask alone", "column 3"]),
         (torch.tensor(PADDING_ALONE), ["padding mask alone", "torch.tril"]),
         (torch.tensor(_flip(PADDING_CAUSAL)), ["combine the causal mask and the padding mask with &"]),
     ],
@@ -1038,6 +1038,133 @@ CAUSAL_OR_PADDING = [[T, T, T, F_], [T, T, T, F_], [T, T, T, F_], [T, T, T, T]]
 )
 def test_check_padding_causal_mask_hints(mask, words):
     assert_hint(check_padding_causal_mask(mask), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_key_padding_mask: nn.MultiheadAttention's key_padding_mask (True = ignore), valid lengths 3 and 5 of 5
+# ----------------------------------------------------------------------------------------------
+
+KEY_PADDING = [[F_, F_, F_, T, T], [F_, F_, F_, F_, F_]]
+
+
+@pytest.mark.parametrize(
+    "mask",
+    [torch.tensor(KEY_PADDING), ~torch.tensor([[T, T, T, F_, F_], [T, T, T, T, T]])],
+    ids=["literal", "flipped"],
+)
+def test_check_key_padding_mask_right_answer(mask):
+    feedback = checks.check_key_padding_mask(mask)
+    assert_correct(feedback)
+    assert "ignored" in repr(feedback)
+
+
+@pytest.mark.parametrize(
+    ("mask", "words"),
+    [
+        (None, ["replace None"]),
+        (torch.tensor(_flip(KEY_PADDING)), ["polarity", "~"]),
+        (torch.tensor(KEY_PADDING).int(), ["bool"]),
+        (torch.tensor(KEY_PADDING)[:1], ["shape"]),
+        (torch.zeros(2, 5, dtype=torch.bool), ["flip it"]),
+    ],
+    ids=["none", "course-polarity", "int", "shape", "other"],
+)
+def test_check_key_padding_mask_hints(mask, words):
+    assert_hint(checks.check_key_padding_mask(mask), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_masked_attention (build it): masked scaled dot-product attention against F.scaled_dot_product_attention
+# ----------------------------------------------------------------------------------------------
+
+
+def _masked_attention(
+    queries, keys, values, mask, *, transpose=False, scale=None, reverse=False, fill=None, dim=-1, in_place=False
+):
+    """A learner's masked attention: right with the defaults, each keyword one typical mistake."""
+    scale = queries.shape[-1] ** -0.5 if scale is None else scale
+    scores = (keys @ queries.transpose(-2, -1) if transpose else queries @ keys.transpose(-2, -1)) * scale
+    blocked = mask if reverse else ~mask
+    if in_place:
+        queries.mul_(1.0).add_(1.0)
+    if fill is not None:  # a finite fill, or -inf without handling empty rows
+        return torch.softmax(scores.masked_fill(blocked, fill), dim=dim) @ values
+    empty = blocked.all(-1, keepdim=True)  # (B, Q, 1)
+    weights = torch.softmax(scores.masked_fill(blocked & ~empty, -math.inf), dim=dim)
+    return weights.masked_fill(blocked | empty, 0.0) @ values
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        _masked_attention,
+        lambda q, k, v, m: (_masked_attention(q, k, v, m), None),
+        lambda q, k, v, m: _masked_attention(q.double(), k.double(), v.double(), m),
+    ],
+    ids=["output", "output-and-weights", "float64"],
+)
+def test_check_masked_attention_right_answer(fn):
+    feedback = checks.check_masked_attention(fn)
+    assert_correct(feedback)
+    assert "not NaN" in repr(feedback)
+
+
+def _no_mask(q, k, v, m):
+    return _masked_attention(q, k, v, torch.ones_like(m))
+
+
+@pytest.mark.parametrize(
+    ("fn", "words"),
+    [
+        (None, ["replace None"]),
+        (3, ["expected a function"]),
+        (lambda q, k, v, m: _masked_attention(q, k, v, m, transpose=True), ["transposed"]),
+        (lambda q, k, v, m: _masked_attention(q, k, v, m, scale=1.0), ["scale is missing"]),
+        (lambda q, k, v, m: _masked_attention(q, k, v, m, scale=1 / q.shape[-1]), ["sqrt(D), not by D"]),
+        (lambda q, k, v, m: _masked_attention(q, k, v, m, scale=v.shape[-1] ** -0.5), ["not of the values"]),
+        (lambda q, k, v, m: _masked_attention(q, k, v, m, reverse=True), ["polarity is reversed"]),
+        (lambda q, k, v, m: _masked_attention(q, k, v, m, fill=-math.inf), ["NaN", "nothing to attend to"]),
+        (lambda q, k, v, m: _masked_attention(q, k, v, m, fill=-1e6), ["-1e6", "zeros"]),
+        (lambda q, k, v, m: _masked_attention(q, k, v, m, dim=-2), ["dim=-1"]),
+        (lambda q, k, v, m: _masked_attention(q, k, v, m, in_place=True), ["modified its input"]),
+        (_no_mask, ["not applied"]),
+        (lambda q, k, v, m: q @ k.transpose(-2, -1), ["expected shape"]),
+        (lambda q, k, v, m: q @ k, ["raised RuntimeError", "keys.transpose"]),
+        (lambda q, k, v, m: _masked_attention(q, k, v, m) + 1.0, ["already differ"]),
+        (lambda q, k, v, m: _masked_attention(q, k, v, m) + (~m).sum(-1, keepdim=True) * 0.1, ["with the mask"]),
+    ],
+    ids=[
+        "none",
+        "not-callable",
+        "transposed",
+        "no-scale",
+        "scale-D",
+        "scale-V",
+        "polarity",
+        "nan",
+        "finite-fill",
+        "softmax-axis",
+        "in-place",
+        "no-mask",
+        "shape",
+        "raises",
+        "other",
+        "other-masked",
+    ],
+)
+def test_check_masked_attention_hints(fn, words):
+    assert_hint(checks.check_masked_attention(fn), *words)
+
+
+def test_check_masked_attention_cases_have_one_empty_row_and_partly_masked_rows():
+    """The hidden cases hold one row with nothing to attend to; every other row sees some keys and misses some."""
+    from attn_course.checks.nb05 import _attention_cases
+
+    for q, _, v, mask in _attention_cases():
+        empty = (~mask).all(-1)
+        assert empty.sum() == 1
+        assert mask[~empty].any(-1).all() and (~mask[~empty]).any(-1).all()
+        assert q.shape[-1] != v.shape[-1]  # a scale by sqrt(V) differs from sqrt(D)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1229,6 +1356,252 @@ def test_check_rotation_solved_matrix_is_the_rotation_by_one_radian():
 )
 def test_check_rotation_hints(answer, words):
     assert_hint(check_rotation(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_split_merge and check_multi_head (build it): against torch.nn.MultiheadAttention
+# ----------------------------------------------------------------------------------------------
+
+
+def _split(x, num_heads):
+    batch, steps, size = x.shape
+    return (
+        x.reshape(batch, steps, num_heads, size // num_heads).permute(0, 2, 1, 3).reshape(-1, steps, size // num_heads)
+    )
+
+
+def _merge(x, num_heads):
+    steps, dh = x.shape[1:]
+    return x.reshape(-1, num_heads, steps, dh).permute(0, 2, 1, 3).reshape(-1, steps, num_heads * dh)
+
+
+def _split_head_major(x, num_heads):
+    batch, steps, size = x.shape
+    return (
+        x.reshape(batch, steps, num_heads, size // num_heads).permute(2, 0, 1, 3).reshape(-1, steps, size // num_heads)
+    )
+
+
+def _split_strided(x, num_heads):
+    batch, steps, size = x.shape
+    return (
+        x.reshape(batch, steps, size // num_heads, num_heads).permute(0, 3, 1, 2).reshape(-1, steps, size // num_heads)
+    )
+
+
+def _split_no_permute(x, num_heads):
+    return x.reshape(x.shape[0] * num_heads, x.shape[1], -1)
+
+
+def _split_in_place(x, num_heads):
+    x.mul_(2.0)
+    return _split(x / 2.0, num_heads)
+
+
+@pytest.mark.parametrize("which", ["by-hand", "course"])
+def test_check_split_merge_right_answer(which):
+    from attn_course import merge_heads, split_heads
+
+    split, merge = (_split, _merge) if which == "by-hand" else (split_heads, merge_heads)
+    feedback = checks.check_split_merge(split, merge)
+    assert_correct(feedback)
+    assert "undoes" in repr(feedback)
+
+
+@pytest.mark.parametrize(
+    ("split", "merge", "words"),
+    [
+        (None, _merge, ["replace None", "split_heads"]),
+        (_split, None, ["replace None", "merge_heads"]),
+        (_split, "merge", ["expected a function"]),
+        (_split_no_permute, _merge, ["mixes positions and heads"]),
+        (_split_head_major, _merge, ["head order"]),
+        (_split_strided, _merge, ["consecutive features"]),
+        (_split_in_place, _merge, ["modified its input"]),
+        (lambda x, h: x, _merge, ["split_heads", "expected shape"]),
+        (_split, lambda x, h: x.reshape(x.shape[0] // h, x.shape[1], -1), ["does not undo"]),
+        (_split, lambda x, h: x, ["merge_heads", "expected shape"]),
+        (lambda x, h: x.reshape(3, 7), _merge, ["raised RuntimeError"]),
+    ],
+    ids=[
+        "no-split",
+        "no-merge",
+        "not-callable",
+        "no-permute",
+        "head-major",
+        "strided",
+        "in-place",
+        "identity",
+        "merge-no-permute",
+        "merge-identity",
+        "raises",
+    ],
+)
+def test_check_split_merge_hints(split, merge, words):
+    assert_hint(checks.check_split_merge(split, merge), *words)
+
+
+def _multi_head(x_q, x_kv, W_q, W_k, W_v, W_o, num_heads, *, split=_split, merge=_merge, project=True, scale=None):
+    """A learner's multi-head attention with x @ W weights: right with the defaults, each keyword a mistake."""
+    q, k, v = split(x_q @ W_q, num_heads), split(x_kv @ W_k, num_heads), split(x_kv @ W_v, num_heads)
+    scale = q.shape[-1] ** -0.5 if scale is None else scale(x_q.shape[-1])
+    out = merge(torch.softmax(q @ k.transpose(-2, -1) * scale, dim=-1) @ v, num_heads)  # (B, Q, D)
+    return out @ W_o if project else out
+
+
+def _merge_head_major(x, num_heads):
+    steps, dh = x.shape[1:]
+    return x.reshape(num_heads, -1, steps, dh).permute(1, 2, 0, 3).reshape(-1, steps, num_heads * dh)
+
+
+def _merge_strided(x, num_heads):
+    steps, dh = x.shape[1:]
+    return x.reshape(-1, num_heads, steps, dh).permute(0, 2, 3, 1).reshape(-1, steps, num_heads * dh)
+
+
+def _course_multi_head(x_q, x_kv, W_q, W_k, W_v, W_o, num_heads):
+    import attn_course as ac
+
+    return ac.multi_head_attention(
+        x_q, x_kv, x_kv, lambda t: t @ W_q, lambda t: t @ W_k, lambda t: t @ W_v, lambda t: t @ W_o, num_heads
+    )[0]
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [_multi_head, _course_multi_head, lambda *a: _multi_head(*a, split=_split_head_major, merge=_merge_head_major)],
+    ids=["by-hand", "course", "head-major-both-ways"],
+)
+def test_check_multi_head_right_answer(fn):
+    feedback = checks.check_multi_head(fn)
+    assert_correct(feedback)
+    assert "torch.nn.MultiheadAttention" in repr(feedback)
+
+
+@pytest.mark.parametrize(
+    ("fn", "words"),
+    [
+        (None, ["replace None"]),
+        ("f", ["expected a function"]),
+        (lambda *a: _multi_head(*a, project=False), ["output projection is missing"]),
+        (lambda *a: _multi_head(*a, split=_split_head_major), ["head order"]),
+        (lambda *a: _multi_head(*a, merge=_merge_head_major), ["head order"]),
+        (lambda *a: _multi_head(*a, split=_split_strided, merge=_merge_strided), ["consecutive features"]),
+        (lambda *a: _multi_head(*a, split=_split_strided), ["when splitting"]),
+        (lambda *a: _multi_head(*a, merge=_merge_strided), ["when merging"]),
+        (lambda *a: _multi_head(*a, split=_split_no_permute), ["mixes positions"]),
+        (lambda *a: _multi_head(*a, scale=lambda d: 1.0), ["scale is missing"]),
+        (lambda *a: _multi_head(*a, scale=lambda d: d**-0.5), ["sqrt(dh), not sqrt(D)"]),
+        (lambda x_q, x_kv, *w: _multi_head(x_q, x_kv, *[t.T for t in w[:4]], w[4]), ["transposed"]),
+        (lambda *a: _multi_head(*a)[:, :1], ["expected shape"]),
+        (lambda *a: _multi_head(*a) * 2.0, ["differ"]),
+        (lambda *a: 1 / 0, ["raised ZeroDivisionError"]),
+    ],
+    ids=[
+        "none",
+        "not-callable",
+        "no-projection",
+        "split-head-major",
+        "merge-head-major",
+        "strided",
+        "split-strided",
+        "merge-strided",
+        "no-permute",
+        "no-scale",
+        "scale-D",
+        "transposed",
+        "shape",
+        "other",
+        "raises",
+    ],
+)
+def test_check_multi_head_hints(fn, words):
+    assert_hint(checks.check_multi_head(fn), *words)
+
+
+def test_check_multi_head_leaves_its_inputs_alone_and_catches_a_learner_who_does_not():
+    def in_place(x_q, x_kv, W_q, W_k, W_v, W_o, num_heads):
+        out = _multi_head(x_q, x_kv, W_q, W_k, W_v, W_o, num_heads)
+        W_o.zero_()
+        return out
+
+    assert_hint(checks.check_multi_head(in_place), "modified its input")
+
+
+# ----------------------------------------------------------------------------------------------
+# check_positional_encoding (build it): against ac.positional_encoding
+# ----------------------------------------------------------------------------------------------
+
+
+def _encoding(num_steps, num_hiddens, *, swap=False, start=0, exponent=lambda j, d: 2 * j / d, blocks=False):
+    """A learner's sinusoidal encoding: right with the defaults, each keyword one typical mistake."""
+    pos = torch.arange(start, start + num_steps, dtype=torch.float32).unsqueeze(1)  # (T, 1)
+    j = torch.arange(num_hiddens // 2, dtype=torch.float32)  # pair index
+    angles = pos * 10000.0 ** (-exponent(j, num_hiddens))  # (T, D / 2)
+    first, second = (torch.cos(angles), torch.sin(angles)) if swap else (torch.sin(angles), torch.cos(angles))
+    if blocks:
+        return torch.cat([first, second], dim=1)
+    return torch.stack([first, second], dim=-1).reshape(num_steps, num_hiddens)  # interleave columns
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        _encoding,
+        lambda t, d: _encoding(t, d).double(),
+        lambda t, d: __import__("attn_course").positional_encoding(t, d),
+    ],
+    ids=["float32", "float64", "course"],
+)
+def test_check_positional_encoding_right_answer(fn):
+    feedback = checks.check_positional_encoding(fn)
+    assert_correct(feedback)
+    assert "i from 0" in repr(feedback)
+
+
+@pytest.mark.parametrize(
+    ("fn", "words"),
+    [
+        (None, ["replace None"]),
+        (1, ["expected a function"]),
+        (lambda t, d: _encoding(t, d, swap=True), ["swapped"]),
+        (lambda t, d: _encoding(t, d, start=1), ["positions start at 0"]),
+        (lambda t, d: _encoding(t, d, exponent=lambda j, dd: j / dd), ["exponent is 2j / D"]),
+        (lambda t, d: _encoding(t, d, exponent=lambda j, dd: -2 * j / dd), ["minus sign"]),
+        (lambda t, d: _encoding(t, d, blocks=True), ["not two blocks"]),
+        (lambda t, d: _encoding(t, d).T, ["transposed"]),
+        (lambda t, d: _encoding(t, d).long(), ["floating-point"]),
+        (lambda t, d: _encoding(t, d)[:, :2], ["expected shape"]),
+        (lambda t, d: _encoding(t, d) * 2, ["differs from ac.positional_encoding"]),
+        (lambda t, d: torch.zeros(t, d).sin_().log(), ["differs"]),
+    ],
+    ids=[
+        "none",
+        "not-callable",
+        "swapped",
+        "from-1",
+        "exponent-j",
+        "no-minus",
+        "blocks",
+        "transposed",
+        "int",
+        "shape",
+        "other",
+        "inf",
+    ],
+)
+def test_check_positional_encoding_hints(fn, words):
+    assert_hint(checks.check_positional_encoding(fn), *words)
+
+
+def test_check_positional_encoding_hints_per_column_exponent():
+    def per_column(num_steps, num_hiddens):
+        pos = torch.arange(num_steps, dtype=torch.float64).unsqueeze(1)
+        cols = torch.arange(num_hiddens, dtype=torch.float64)
+        angles = pos * 10000.0 ** (-2 * cols / num_hiddens)  # each column its own frequency: wrong
+        return torch.where(cols.long() % 2 == 0, torch.sin(angles), torch.cos(angles))
+
+    assert_hint(checks.check_positional_encoding(per_column), "share one frequency")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1507,3 +1880,138 @@ def test_check_causal_row_right_answer(answer):
 )
 def test_check_causal_row_hints(answer, words):
     assert_hint(check_causal_row(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# notebook 10: check_online_step (build it), check_causal_tiles, check_tiled_bytes
+# ----------------------------------------------------------------------------------------------
+
+
+def _online_step(running_max, running_sum, block):
+    new_max = torch.maximum(running_max, block.amax(dim=-1))
+    return new_max, running_sum * torch.exp(running_max - new_max) + torch.exp(block - new_max[:, None]).sum(-1)
+
+
+def _online_step_in_place(running_max, running_sum, block):
+    new_max = torch.maximum(running_max, block.amax(dim=-1))
+    running_sum.mul_(torch.exp(running_max - new_max)).add_(torch.exp(block - new_max[:, None]).sum(-1))
+    return new_max, running_sum
+
+
+def _online_step_float32(running_max, running_sum, block):
+    new_max, new_sum = _online_step(running_max.float(), running_sum.float(), block.float())
+    return new_max.double(), new_sum.double()
+
+
+@pytest.mark.parametrize("fn", [_online_step, _online_step_float32], ids=["reference-formula", "float32"])
+def test_check_online_step_right_answer(fn):
+    feedback = checks.check_online_step(fn)
+    assert_correct(feedback)
+    assert "scores of 1e4" in repr(feedback)
+
+
+def _bad_step(kind):
+    def step(running_max, running_sum, block):
+        new_max = torch.maximum(running_max, block.amax(dim=-1))
+        if kind == "no-rescale":
+            return new_max, running_sum + torch.exp(block - new_max[:, None]).sum(-1)
+        if kind == "old-max":
+            return new_max, running_sum * torch.exp(running_max - new_max) + torch.exp(
+                block - running_max[:, None]
+            ).sum(-1)
+        if kind == "inverted":
+            return new_max, running_sum * torch.exp(new_max - running_max) + torch.exp(block - new_max[:, None]).sum(-1)
+        if kind == "no-max-subtracted":
+            return new_max, running_sum * torch.exp(running_max - new_max) + torch.exp(block).sum(-1)
+        if kind == "block-max-only":
+            return block.amax(-1), running_sum * torch.exp(running_max - new_max) + torch.exp(
+                block - new_max[:, None]
+            ).sum(-1)
+        if kind == "placeholders":
+            return None, None
+        if kind == "one-tensor":
+            return new_max
+        if kind == "keepdim":
+            return block.amax(-1, keepdim=True), running_sum[:, None]
+        raise RuntimeError("boom")
+
+    return step
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None", "step(running_max, running_sum, block)"]),
+        (3, ["expected a function", "int"]),
+        (_bad_step("no-rescale"), ["not rescaled", "exp(running_max - new_max)"]),
+        (_bad_step("old-max"), ["against the new maximum", "-inf"]),
+        (_bad_step("inverted"), ["inverted"]),
+        (_bad_step("no-max-subtracted"), ["subtract new_max before exp", "overflows"]),
+        (_bad_step("block-max-only"), ["new_max is off", "larger of running_max"]),
+        (_bad_step("one-tensor"), ["return two tensors"]),
+        (_bad_step("placeholders"), ["replace the None placeholders"]),
+        (_bad_step("keepdim"), ["shape (5,)", "dim=-1"]),
+        (_bad_step("raise"), ["raised RuntimeError", "boom"]),
+        (_online_step_in_place, ["in place"]),
+    ],
+    ids=[
+        "none",
+        "int",
+        "no-rescale",
+        "old-max",
+        "inverted",
+        "overflow",
+        "block-max",
+        "one",
+        "none-pair",
+        "keepdim",
+        "raise",
+        "inplace",
+    ],
+)
+def test_check_online_step_hints(answer, words):
+    assert_hint(checks.check_online_step(answer), *words)
+
+
+@pytest.mark.parametrize("answer", [36, 36.0, torch.tensor(36)])
+def test_check_causal_tiles_right_answer(answer):
+    feedback = checks.check_causal_tiles(answer)
+    assert_correct(feedback)
+    assert "28 skipped" in repr(feedback)
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None"]),
+        ("many", ["one number"]),
+        (64, ["every tile", "skipped"]),
+        (28, ["below the diagonal only", "diagonal tiles"]),
+        (28.0, ["below the diagonal only"]),
+        (35, ["ceil(N / b)"]),
+    ],
+)
+def test_check_causal_tiles_hints(answer, words):
+    assert_hint(checks.check_causal_tiles(answer), *words)
+
+
+def test_check_tiled_bytes_right_answer():
+    from attn_course import io_cost
+
+    feedback = checks.check_tiled_bytes(io_cost(4096, 64, 128)["tiled_bytes"])
+    assert_correct(feedback)
+    assert "69,206,016 bytes" in repr(feedback)
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None"]),
+        (69_206_016 // 4, ["number of elements", "4 bytes"]),
+        (4 * 2 * 32 * 4096 * 64, ["reading Q once"]),
+        (4 * 4 * 4096 * 64, ["once per query block"]),
+        (1.0, ["2 N d", "ceil(N / b)"]),
+    ],
+)
+def test_check_tiled_bytes_hints(answer, words):
+    assert_hint(checks.check_tiled_bytes(answer), *words)

@@ -146,7 +146,7 @@ def test_plot_pattern_gallery_four_panels_one_colorbar_fixed_scale(monkeypatch):
     total = math.exp(4.0) + 5  # n = 6, strength 4
     for ax, kind in zip(panels, PATTERNS, strict=True):
         assert _mesh(ax).get_clim() == pytest.approx((0.0, 1.0))
-        assert _ticks(ax, "x") == ["t1", "t2", "t3", "t4", "t5", "t6"]
+        assert _ticks(ax, "x") == ["t0", "t1", "t2", "t3", "t4", "t5"]
         assert ax.get_xlabel() == "Keys"
         if kind == "uniform":
             expected = torch.full((6, 6), 1 / 6, dtype=torch.float64)
@@ -155,7 +155,7 @@ def test_plot_pattern_gallery_four_panels_one_colorbar_fixed_scale(monkeypatch):
             expected[range(6), [FAVOURED[kind](i) for i in range(6)]] = math.exp(4.0) / total
         assert_close(_data(ax), expected, atol=1e-6, rtol=1e-6)  # the figure holds float32 weights
     assert panels[0].get_ylabel() == "Queries"
-    assert _ticks(panels[0], "y") == ["t1", "t2", "t3", "t4", "t5", "t6"]
+    assert _ticks(panels[0], "y") == ["t0", "t1", "t2", "t3", "t4", "t5"]
 
 
 def test_plot_pattern_gallery_size_strength_and_tokens():
@@ -181,7 +181,7 @@ def test_plot_pattern_gallery_tokens_error_names_the_argument():
 
 
 def _tokens(n):
-    return [f"w{i + 1}" for i in range(n)] + ["<pad>"] * (6 - n)
+    return [f"w{i}" for i in range(n)] + ["<pad>"] * (6 - n)
 
 
 def test_plot_masking_demo_padding_panels_tokens_and_zeros(monkeypatch):

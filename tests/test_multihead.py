@@ -685,7 +685,7 @@ def test_plot_head_weights_one_panel_per_head_rows_sum_to_one(monkeypatch):
     assert dict(matplotlib.rcParams) == before and torch.equal(torch.get_rng_state(), rng)
     assert plt.get_fignums() == [fig.number]
     panels = _panels(fig)
-    assert [ax.get_title() for ax in panels] == ["head 1", "head 2", "head 3", "head 4"]
+    assert [ax.get_title() for ax in panels] == ["head 0", "head 1", "head 2", "head 3"]
     assert len(fig.axes) == 5  # and one colour bar
     assert panels[0].get_ylabel() == "Queries" and all(ax.get_xlabel() == "Keys" for ax in panels)
     data = [_panel_data(ax) for ax in panels]
@@ -706,7 +706,7 @@ def test_plot_head_weights_seed_tokens_and_empty_panels():
     assert not torch.allclose(first[0], other[0])
     fig = plot_head_weights(num_heads=5, num_hiddens=10, tokens=["a", "b", "c"])
     panels = _panels(fig)
-    assert [ax.get_title() for ax in panels] == [f"head {h}" for h in range(1, 6)] + ["(no head)"] * 3
+    assert [ax.get_title() for ax in panels] == [f"head {h}" for h in range(5)] + ["(no head)"] * 3
     assert [t.get_text() for t in panels[0].get_yticklabels()] == ["a", "b", "c"]
     assert all((_panel_data(ax) == 0).all() for ax in panels[5:])
 
@@ -732,7 +732,7 @@ def test_plot_head_weights_draws_on_given_axes():
     fig, axes = plt.subplots(1, 2)
     got = plot_head_weights(num_heads=2, num_hiddens=8, axes=axes)
     assert got is fig and plt.get_fignums() == [fig.number]
-    assert [ax.get_title() for ax in axes] == ["head 1", "head 2"]
+    assert [ax.get_title() for ax in axes] == ["head 0", "head 1"]
 
 
 # ----------------------------------------------------------------------------------------------

@@ -310,15 +310,27 @@ def test_plot_rotation_waves_and_arrows_land_on_the_true_encodings(delta, freq_i
     assert right.get_xlabel() == "cos(i w)" and right.get_ylabel() == "sin(i w)"
     assert f"i -> i + {delta}" in right.get_title() and f"j = {freq_index}" in left.get_title()
     w = 1 / 10000.0 ** (2 * freq_index / 8)
-    sin_line, cos_line = left.lines[:2]
-    assert_close(torch.as_tensor(sin_line.get_ydata()), torch.tensor([math.sin(i * w) for i in range(20)]).double())
-    assert_close(torch.as_tensor(cos_line.get_ydata()), torch.tensor([math.cos(i * w) for i in range(20)]).double())
+    sin_dots, cos_dots = left.lines[2:4]  # the encoding, at whole positions
+    assert list(sin_dots.get_xdata()) == list(range(20))
+    assert_close(torch.as_tensor(sin_dots.get_ydata()), torch.tensor([math.sin(i * w) for i in range(20)]).double())
+    assert_close(torch.as_tensor(cos_dots.get_ydata()), torch.tensor([math.cos(i * w) for i in range(20)]).double())
+    sin_line, cos_line = left.lines[:2]  # the smooth waves the dots sample: no jagged polyline when w = 1
+    fine = torch.as_tensor(sin_line.get_xdata()).double()
+    assert len(fine) >= 10 * 19 and fine[0] == 0 and fine[-1] == 19
+    assert_close(torch.as_tensor(sin_line.get_ydata()).double(), torch.sin(fine * w), atol=1e-6, rtol=0)
+    assert_close(torch.as_tensor(cos_line.get_ydata()).double(), torch.cos(fine * w), atol=1e-6, rtol=0)
     arrows = _arrows(right)
     assert len(arrows) == 5
     for i, arrow in enumerate(arrows):
         # the arrow starts at position i and ends, by the rotation, on the true (cos, sin) at i + delta
         assert arrow.xyann == pytest.approx((math.cos(i * w), math.sin(i * w)), abs=1e-10)
         assert arrow.xy == pytest.approx((math.cos((i + delta) * w), math.sin((i + delta) * w)), abs=1e-10)
+    digits = [t for t in right.texts if t.get_text().isdigit()]
+    assert [t.get_text() for t in digits] == ["0", "1", "2", "3", "4"]
+    for i, digit in enumerate(digits):  # outside the unit circle, on the ray through position i: clear of the arrows
+        x, y = digit.get_position()
+        assert math.hypot(x, y) > 1.1
+        assert (x, y) == pytest.approx((1.17 * math.cos(i * w), 1.17 * math.sin(i * w)), abs=1e-10)
 
 
 def test_plot_rotation_draws_on_given_axes_and_shows_fewer_arrows_near_the_end():

@@ -11,10 +11,24 @@ from .nb01 import check_epanechnikov, check_nw_pooling, check_nw_weights, check_
 from .nb02 import check_chebyshev_nodes, check_convex_bound, check_lagrange_weight, check_nearest_neighbour_limit
 from .nb03 import check_bmm_shape, check_distance_scores, check_dot_variance, check_scaled_scores
 from .nb04 import check_new_token_key, check_new_token_output, check_new_token_scores
-from .nb05 import check_causal_mask, check_padding_causal_mask, check_padding_mask
-from .nb06 import check_parameter_count, check_rotation, check_split_shape
+from .nb05 import (
+    check_causal_mask,
+    check_key_padding_mask,
+    check_masked_attention,
+    check_padding_causal_mask,
+    check_padding_mask,
+)
+from .nb06 import (
+    check_multi_head,
+    check_parameter_count,
+    check_positional_encoding,
+    check_rotation,
+    check_split_merge,
+    check_split_shape,
+)
 from .nb07 import check_alignment_position, check_context, check_memory_size
 from .nb08 import check_causal_row, check_ffn_parameters, check_layer_norm
+from .nb10 import check_causal_tiles, check_online_step, check_tiled_bytes
 
 __all__ = [
     "Feedback",
@@ -36,13 +50,21 @@ __all__ = [
     "check_padding_mask",
     "check_causal_mask",
     "check_padding_causal_mask",
+    "check_key_padding_mask",
+    "check_masked_attention",
     "check_split_shape",
     "check_parameter_count",
     "check_rotation",
+    "check_split_merge",
+    "check_multi_head",
+    "check_positional_encoding",
     "check_alignment_position",
     "check_context",
     "check_memory_size",
     "check_layer_norm",
     "check_ffn_parameters",
     "check_causal_row",
+    "check_online_step",
+    "check_causal_tiles",
+    "check_tiled_bytes",
 ]

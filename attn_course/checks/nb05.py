@@ -6,7 +6,13 @@ import torch
 
 from ._feedback import Feedback, _hint, _ok, _tensor_problem
 
-__all__ = ["check_padding_mask", "check_causal_mask", "check_padding_causal_mask"]
+__all__ = [
+    "check_padding_mask",
+    "check_causal_mask",
+    "check_padding_causal_mask",
+    "check_key_padding_mask",
+    "check_masked_attention",
+]
 
 
 def _bool_problem(mask, shape: tuple[int, ...], what: str) -> Feedback | None:
@@ -25,7 +31,7 @@ def check_padding_mask(mask) -> Feedback:
         return problem
     want = torch.arange(5) < torch.tensor([[2], [4]])
     if torch.equal(mask, want):
-        return _ok("positions 0-1 of sequence 1 and 0-3 of sequence 2 may be attended to; the rest is padding.")
+        return _ok("positions 0-1 of the first sequence and 0-3 of the second may be attended to; the rest is padding.")
     if torch.equal(mask, ~want):
         return _hint("the polarity is reversed: in this course True means 'may attend', so padding is False.")
     if torch.equal(mask, torch.arange(5) <= torch.tensor([[2], [4]])):
@@ -58,11 +64,162 @@ def check_padding_causal_mask(mask) -> Feedback:
     causal = torch.ones(4, 4, dtype=torch.bool).tril()
     padding = (torch.arange(4) < 3).expand(4, 4)
     if torch.equal(mask, causal & padding):
-        return _ok("a key must pass both masks: AND them. Column 4 (padding) is False for every query.")
+        return _ok("a key must pass both masks: AND them. Column 3 (padding) is False for every query.")
     if torch.equal(mask, causal | padding):
         return _hint("OR lets a query see a key that either mask allows; a key must pass both (&).")
     if torch.equal(mask, causal):
-        return _hint("that is the causal mask alone; the padded position (column 4) must be hidden too.")
+        return _hint("that is the causal mask alone; the padded position (column 3) must be hidden too.")
     if torch.equal(mask, padding):
         return _hint("that is the padding mask alone; also hide the future (torch.tril).")
     return _hint("combine the causal mask and the padding mask with &.")
+
+
+def check_key_padding_mask(key_padding_mask) -> Feedback:
+    """``nn.MultiheadAttention``'s ``key_padding_mask`` for valid lengths 3 and 5 of 5 positions: True = ignore."""
+    problem = _bool_problem(key_padding_mask, (2, 5), "a (2, 5) bool tensor: one row per sequence")
+    if problem is not None:
+        return problem
+    may_attend = torch.arange(5) < torch.tensor([[3], [5]])
+    if torch.equal(key_padding_mask, ~may_attend):
+        return _ok("~ac.sequence_mask(valid_lens, K): PyTorch's key_padding_mask is True where a key is ignored.")
+    if torch.equal(key_padding_mask, may_attend):
+        return _hint("that is the course's polarity (True = may attend); key_padding_mask wants True = ignore: use ~.")
+    return _hint("start from ac.sequence_mask(valid_lens, 5) and flip it: True must mark the padded positions.")
+
+
+# ---- build it: masked scaled dot-product attention ------------------------------------------------------------
+
+_CASES_SEED = 20_525  # private: the learner does not see the cases
+
+
+def _attention(q, k, v, mask, *, transpose=False, scale=None, dim=-1):
+    """The reference and its typical mistakes: weights exactly 0 where masked, zeros on a row with nothing allowed."""
+    scores = k @ q.transpose(-2, -1) if transpose else q @ k.transpose(-2, -1)  # (B, Q, K); transposed: Q = K only
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    scores = scores * scale
+    empty = (~mask).all(-1, keepdim=True)  # (B, Q, 1): nothing to attend to
+    weights = torch.softmax(scores.masked_fill(~mask | empty, float("-inf")).masked_fill(empty, 0.0), dim=dim)
+    weights = weights.masked_fill(~mask, 0.0)
+    return weights @ v  # (B, Q, K) @ (B, K, V) -> (B, Q, V)
+
+
+def _attention_cases():
+    """Hidden cases: (queries, keys, values, mask) with random sizes, padding, a causal part and one empty row."""
+    gen = torch.Generator().manual_seed(_CASES_SEED)
+    cases = []
+    for num_q, num_k in ((5, 5), (3, 6), (6, 4)):  # square first: a transposed score matrix keeps its shape
+        batch, d, v = 2, 8, 3  # D != V, so a scale by sqrt(V) can be told from sqrt(D)
+        q = torch.randn(batch, num_q, d, generator=gen)
+        k = torch.randn(batch, num_k, d, generator=gen)
+        val = torch.randn(batch, num_k, v, generator=gen)
+        mask = torch.rand(batch, num_q, num_k, generator=gen) < 0.7  # True = may attend
+        mask[:, :, 0] = True  # every row but one sees at least one key ...
+        mask[:, :, -1] = False  # ... and misses at least one
+        mask[1, 1] = False  # query 1 of sequence 1 has nothing to attend to
+        cases.append((q, k, val, mask))
+    return cases
+
+
+def check_masked_attention(attention) -> Feedback:
+    """Build it: ``attention(queries (B, Q, D), keys (B, K, D), values (B, K, V), mask (B, Q, K))`` -> (B, Q, V).
+
+    ``mask`` is bool with ``True`` = may attend. Compared with ``torch.nn.functional.scaled_dot_product_attention``
+    on hidden random cases, on the rows that have something to attend to; a row with nothing to attend to must be
+    zeros (there ``F.scaled_dot_product_attention`` gives NaN in older PyTorch versions, zeros in newer ones).
+    """
+    if attention is None:
+        return _hint("replace None with your function attention(queries, keys, values, mask).")
+    if not callable(attention):
+        return _hint(f"expected a function attention(queries, keys, values, mask), got {type(attention).__name__}.")
+    for q, k, v, mask in _attention_cases():
+        copies = [t.clone() for t in (q, k, v, mask)]
+        try:
+            out = attention(q, k, v, mask)
+        except Exception as error:  # the learner's code: report what went wrong
+            return _hint(
+                f"your function raised {type(error).__name__}: {str(error).rstrip('.')}. "
+                f"Scores are queries @ keys.transpose(-2, -1), "
+                f"shape (B, Q, K) = {tuple(mask.shape)}."
+            )
+        if isinstance(out, tuple):  # (output, weights) is fine too
+            out = out[0]
+        if not all(torch.equal(a, b) for a, b in zip((q, k, v, mask), copies, strict=True)):
+            return _hint("your function modified its input (an in-place operation such as masked_fill_): use a copy.")
+        want_shape = (*q.shape[:2], v.shape[-1])
+        problem = _tensor_problem(out, want_shape, "the output (B, Q, V)")
+        if problem is not None:
+            if isinstance(out, torch.Tensor) and q.shape[1] != k.shape[1] and out.shape[1] == k.shape[1]:
+                return _hint("one row per key: the scores are transposed, use queries @ keys.transpose(-2, -1).")
+            return problem
+        out = out.detach().double()
+        empty = (~mask).all(-1)  # (B, Q)
+        if torch.isnan(out[empty]).any():
+            return _hint(
+                "NaN on the row with nothing to attend to (its softmax is 0/0): give that row zeros, e.g. fill "
+                "its weights with 0 after the softmax."
+            )
+        reference = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=mask)
+        if not torch.allclose(out[~empty], reference[~empty], atol=1e-5, rtol=1e-4):
+            return _diagnose_attention(attention, out, q, k, v, mask, empty)
+        if not torch.allclose(out[empty], torch.zeros_like(out[empty]), atol=1e-6):
+            if torch.allclose(out[empty][0], v[1].double().mean(0), atol=1e-5):
+                return _hint(
+                    "the row with nothing to attend to averages every value: a finite fill such as -1e6 ties all "
+                    "its scores. Its output must be zeros."
+                )
+            return _hint("the row with nothing to attend to must give zeros.")
+    return _ok(
+        "matches F.scaled_dot_product_attention on every row with keys to attend to, and gives zeros (not NaN) on "
+        "the row with nothing to attend to."
+    )
+
+
+def _diagnose_attention(attention, out, q, k, v, mask, empty) -> Feedback:
+    """Which typical mistake the learner's function makes: first without a mask (every key allowed), where the
+    scores, the scale and the softmax axis show alone, then with the mask, on the rows that have keys."""
+    q64, k64, v64 = q.double(), k.double(), v.double()
+    full = torch.ones_like(mask)
+    try:
+        out_full = attention(q.clone(), k.clone(), v.clone(), full.clone())
+        out_full = (out_full[0] if isinstance(out_full, tuple) else out_full).detach().double()
+    except Exception:  # the learner's code: fall back on the masked comparison below
+        out_full = None
+
+    def close(a, b) -> bool:
+        return a.shape == b.shape and bool(torch.allclose(a, b, atol=1e-5, rtol=1e-4))
+
+    if out_full is not None and not close(out_full, _attention(q64, k64, v64, full)):
+        if torch.isnan(out_full).all() or close(out_full, torch.zeros_like(out_full)):
+            return _hint(
+                "with every key allowed (a mask of all True) your output is all zeros or NaN: the mask polarity is "
+                "reversed. True means 'may attend', so fill where the mask is False."
+            )
+        d = q.shape[-1]
+        mistakes = [
+            (
+                {"transpose": True},
+                "the scores are transposed: score[b, i, j] = q_i . k_j = (queries @ keys.mT)[b, i, j].",
+            ),
+            ({"dim": -2}, "the softmax runs over the queries: normalise over the keys, dim=-1."),
+            ({"scale": 1.0}, "the scale is missing: divide the scores by sqrt(D), D = queries.shape[-1]."),
+            ({"scale": 1.0 / d}, "wrong scale: divide by sqrt(D), not by D."),
+            ({"scale": v.shape[-1] ** -0.5}, "wrong scale: D is the size of the queries and keys, not of the values."),
+            ({"scale": d**0.5}, "wrong scale: divide the scores by sqrt(D); you multiplied."),
+        ]
+        for kwargs, hint in mistakes:
+            if (q.shape[1] == k.shape[1] or "transpose" not in kwargs) and close(
+                out_full, _attention(q64, k64, v64, full, **kwargs)
+            ):
+                return _hint(hint)
+        return _hint("without any mask your outputs already differ from F.scaled_dot_product_attention.")
+    flipped = ~mask
+    both = ~empty & ~flipped.all(-1)  # rows with keys under both polarities
+    if close(out[both], _attention(q64, k64, v64, flipped)[both]):
+        return _hint("the mask polarity is reversed: True means 'may attend', so fill where the mask is False.")
+    if close(out[~empty], _attention(q64, k64, v64, full)[~empty]):
+        return _hint("the mask is not applied: fill the scores where the mask is False with -inf before the softmax.")
+    if not torch.isfinite(out[~empty]).all():
+        return _hint("NaN or infinity on a row that has keys to attend to; check the mask and the fill value.")
+    return _hint(
+        "with the mask, the outputs differ from F.scaled_dot_product_attention on rows with keys to attend to."
+    )

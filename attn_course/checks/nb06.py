@@ -9,7 +9,14 @@ import torch
 
 from ._feedback import Feedback, _close, _hint, _number, _ok, _tensor_problem
 
-__all__ = ["check_split_shape", "check_parameter_count", "check_rotation"]
+__all__ = [
+    "check_split_shape",
+    "check_parameter_count",
+    "check_rotation",
+    "check_split_merge",
+    "check_multi_head",
+    "check_positional_encoding",
+]
 
 
 def check_split_shape(shape) -> Feedback:
@@ -67,3 +74,258 @@ def check_rotation(matrix) -> Feedback:
     ):
         return _hint("the angle is delta * w = 2 * 0.5 = 1, not 2.")
     return _hint("expand sin(a + b) and cos(a + b) with a = i w and b = 2 w, and read off the matrix.")
+
+
+# ---- build it: split and merge heads, a multi-head layer, the sinusoidal encoding ------------------------------
+
+_CASES_SEED = 60_606  # private: the learner does not see the cases
+
+
+def _run(fn, *args):
+    """``fn(*args)`` and None, or None and a hint naming the exception the learner's code raised."""
+    try:
+        return fn(*args), None
+    except Exception as error:  # the learner's code: report what went wrong
+        return None, _hint(f"your function raised {type(error).__name__}: {str(error).rstrip('.')}.")
+
+
+def _split_variants(x: torch.Tensor, num_heads: int) -> dict[str, torch.Tensor]:
+    """The right split and its typical mistakes, for x (B, T, H * dh)."""
+    batch, steps, size = x.shape
+    dh = size // num_heads
+    right = x.reshape(batch, steps, num_heads, dh).permute(0, 2, 1, 3).reshape(batch * num_heads, steps, dh)
+    return {
+        "right": right,
+        "no permute": x.reshape(batch * num_heads, steps, dh),  # positions and heads mixed up
+        "head-major": x.reshape(batch, steps, num_heads, dh).permute(2, 0, 1, 3).reshape(-1, steps, dh),
+        "strided": x.reshape(batch, steps, dh, num_heads).permute(0, 3, 1, 2).reshape(-1, steps, dh),
+    }
+
+
+_SPLIT_HINTS = {
+    "no permute": "a reshape alone mixes positions and heads: reshape to (B, T, H, dh), permute to (B, H, T, dh), "
+    "then reshape to (B * H, T, dh).",
+    "head-major": "wrong head order: batch element b * H + h must be (sequence b, head h); permute to (B, H, T, dh), "
+    "not (H, B, T, dh).",
+    "strided": "wrong reshape: head h owns the consecutive features h * dh .. (h + 1) * dh - 1; reshape to "
+    "(B, T, H, dh), not (B, T, dh, H).",
+}
+
+
+def check_split_merge(split_heads, merge_heads) -> Feedback:
+    """Build it: ``split_heads(x, H)``: (B, T, H * dh) -> (B * H, T, dh), and ``merge_heads``, its inverse.
+
+    Compared with the reference on hidden random sizes; ``merge_heads(split_heads(x, H), H)`` must give ``x`` back.
+    """
+    for name, fn in (("split_heads", split_heads), ("merge_heads", merge_heads)):
+        if fn is None:
+            return _hint(f"replace None with your function {name}(x, num_heads).")
+        if not callable(fn):
+            return _hint(f"expected a function {name}(x, num_heads), got {type(fn).__name__}.")
+    gen = torch.Generator().manual_seed(_CASES_SEED)
+    for batch, steps, num_heads, dh in ((2, 5, 4, 3), (3, 4, 2, 5), (1, 6, 3, 2)):
+        x = torch.randn(batch, steps, num_heads * dh, generator=gen)
+        copy = x.clone()
+        split, problem = _run(split_heads, x, num_heads)
+        if problem is not None:
+            return problem
+        if not torch.equal(x, copy):
+            return _hint("split_heads modified its input: reshape and permute return new views; keep x as it is.")
+        problem = _tensor_problem(split, (batch * num_heads, steps, dh), "split_heads's result (B * H, T, dh)")
+        if problem is not None:
+            return _hint("split_heads: " + problem.message)
+        variants = _split_variants(x, num_heads)
+        if not torch.equal(split, variants["right"]):
+            for mistake, hint in _SPLIT_HINTS.items():
+                if torch.equal(split, variants[mistake]):
+                    return _hint("split_heads: " + hint)
+            return _hint(
+                "split_heads: the result differs from (B, T, D) -> (B, T, H, dh) -> (B, H, T, dh) -> (B * H, T, dh)."
+            )
+        merged, problem = _run(merge_heads, variants["right"].clone(), num_heads)
+        if problem is not None:
+            return problem
+        problem = _tensor_problem(merged, tuple(x.shape), "merge_heads's result (B, T, H * dh)")
+        if problem is not None:
+            return _hint("merge_heads: " + problem.message)
+        if not torch.equal(merged, x):
+            return _hint(
+                "merge_heads does not undo split_heads: reshape to (B, H, T, dh), permute back to (B, T, H, dh), "
+                "then reshape to (B, T, H * dh)."
+            )
+    return _ok("split_heads gives (B * H, T, dh) in the order (sequence, head), and merge_heads undoes it exactly.")
+
+
+def _merge(out: torch.Tensor, batch: int, num_heads: int, order: str) -> torch.Tensor:
+    """(B * H, T, dh) -> (B, T, H * dh), undoing the split ``order`` of ``_split_variants``."""
+    steps, dh = out.shape[1:]
+    if order == "head-major":
+        return out.reshape(num_heads, batch, steps, dh).permute(1, 2, 0, 3).reshape(batch, steps, -1)
+    if order == "strided":
+        return out.reshape(batch, num_heads, steps, dh).permute(0, 2, 3, 1).reshape(batch, steps, -1)
+    if order == "no permute":
+        return out.reshape(batch, steps, -1)
+    return out.reshape(batch, num_heads, steps, dh).permute(0, 2, 1, 3).reshape(batch, steps, -1)  # (B, T, D)
+
+
+def _multi_head(x_q, x_kv, weights, num_heads, *, split="right", merge="right", project=True, scale=None):
+    """Reference multi-head attention with row-vector weights (x @ W), and its typical mistakes."""
+    W_q, W_k, W_v, W_o = weights
+    q, k, v = (_split_variants(t, num_heads)[split] for t in (x_q @ W_q, x_kv @ W_k, x_kv @ W_v))  # (B * H, T, dh)
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    out = torch.softmax(q @ k.transpose(-2, -1) * scale, dim=-1) @ v  # (B * H, Q, K) @ (B * H, K, dh)
+    merged = _merge(out, x_q.shape[0], num_heads, merge)  # (B, Q, D)
+    return merged @ W_o if project else merged
+
+
+_MULTI_HEAD_MISTAKES = [
+    (
+        {"split": "strided", "merge": "strided"},
+        "wrong reshape: head h owns the consecutive features "
+        "h * dh .. (h + 1) * dh - 1; reshape to (B, T, H, dh), not (B, T, dh, H).",
+    ),
+    (
+        {"split": "no permute", "merge": "no permute"},
+        "a reshape alone mixes positions and heads: permute to (B, H, T, dh) between the reshapes.",
+    ),
+    (
+        {"split": "no permute"},
+        "a reshape alone mixes positions and heads: permute to (B, H, T, dh) between the reshapes.",
+    ),
+    (
+        {"merge": "no permute"},
+        "merging: a reshape alone mixes positions and heads; permute (B, H, T, dh) back to "
+        "(B, T, H, dh) before the last reshape.",
+    ),
+    (
+        {"split": "head-major"},
+        "wrong head order: the split orders (head, sequence) but the merge (sequence, head); "
+        "use one order, (B, H, T, dh), in both.",
+    ),
+    (
+        {"merge": "head-major"},
+        "wrong head order: the merge orders (head, sequence) but the split (sequence, head); "
+        "use one order, (B, H, T, dh), in both.",
+    ),
+    ({"split": "strided"}, "wrong reshape when splitting: head h owns features h * dh .. (h + 1) * dh - 1."),
+    ({"merge": "strided"}, "wrong reshape when merging: head h's output goes to features h * dh .. (h + 1) * dh - 1."),
+    ({"project": False}, "the output projection is missing: multiply the merged heads by W_o."),
+    ({"scale": 1.0}, "the scale is missing: each head divides its scores by sqrt(dh), dh = D / H."),
+]
+
+
+def check_multi_head(multi_head) -> Feedback:
+    """Build it: ``multi_head(queries (B, Q, D), keys_values (B, K, D), W_q, W_k, W_v, W_o, num_heads)`` -> (B, Q, D).
+
+    Weights are (D, D) tensors used as ``x @ W``, without biases. Compared with ``torch.nn.MultiheadAttention``
+    loaded with the same weights (``in_proj_weight`` holds ``W.T``), on hidden random cases.
+    """
+    if multi_head is None:
+        return _hint("replace None with your function multi_head(queries, keys_values, W_q, W_k, W_v, W_o, num_heads).")
+    if not callable(multi_head):
+        return _hint(f"expected a function multi_head(...), got {type(multi_head).__name__}.")
+    gen = torch.Generator().manual_seed(_CASES_SEED + 1)
+    for batch, num_q, num_k, size, num_heads in ((2, 4, 4, 8, 2), (1, 3, 5, 12, 3), (2, 5, 2, 8, 4)):
+        x_q = torch.randn(batch, num_q, size, generator=gen)
+        x_kv = torch.randn(batch, num_k, size, generator=gen)
+        weights = [torch.randn(size, size, generator=gen) / size**0.5 for _ in range(4)]  # (D, D) each, x @ W
+        inputs = (x_q, x_kv, *weights)
+        copies = [t.clone() for t in inputs]
+        out, problem = _run(multi_head, x_q, x_kv, *weights, num_heads)
+        if problem is not None:
+            return problem
+        if not all(torch.equal(a, b) for a, b in zip(inputs, copies, strict=True)):
+            return _hint("your function modified its input (an in-place operation): keep the inputs as they are.")
+        problem = _tensor_problem(out, (batch, num_q, size), "the output (B, Q, D)")
+        if problem is not None:
+            return problem
+        torch_mha = torch.nn.MultiheadAttention(size, num_heads, bias=False, batch_first=True)
+        with torch.no_grad():
+            torch_mha.in_proj_weight.copy_(torch.cat([w.T for w in weights[:3]]))  # (3D, D): nn.Linear holds W.T
+            torch_mha.out_proj.weight.copy_(weights[3].T)
+            want, _ = torch_mha(x_q, x_kv, x_kv, need_weights=False)  # (B, Q, D)
+        if _close(out, want, 1e-4):
+            continue
+        for kwargs, hint in _MULTI_HEAD_MISTAKES:
+            if _close(out, _multi_head(x_q, x_kv, weights, num_heads, **kwargs), 1e-4):
+                return _hint(hint)
+        if _close(out, _multi_head(x_q, x_kv, [w.T for w in weights], num_heads), 1e-4):
+            return _hint("the weights are used transposed: the projections are x @ W with W of shape (D, D).")
+        if _close(out, _multi_head(x_q, x_kv, weights, num_heads, scale=size**-0.5), 1e-4):
+            return _hint("wrong scale: each head has dh = D / H features, so divide by sqrt(dh), not sqrt(D).")
+        return _hint("the outputs differ from torch.nn.MultiheadAttention loaded with the same weights.")
+    return _ok("matches torch.nn.MultiheadAttention loaded with your weights: heads split, attend, merge, project.")
+
+
+def _encodings(num_steps: int, num_hiddens: int) -> dict[str, torch.Tensor]:
+    """The sinusoidal encoding (T, D) and its typical mistakes, in float64."""
+    pos = torch.arange(num_steps, dtype=torch.float64).unsqueeze(1)  # (T, 1)
+    pairs = torch.arange(0, num_hiddens, 2, dtype=torch.float64)  # 2j
+    cols = torch.arange(num_hiddens, dtype=torch.float64)  # column index
+
+    def interleave(first, second):
+        out = torch.empty(num_steps, num_hiddens, dtype=torch.float64)
+        out[:, 0::2], out[:, 1::2] = first, second
+        return out
+
+    omega = 10000.0 ** (-pairs / num_hiddens)  # (D / 2,)
+    return {
+        "right": interleave(torch.sin(pos * omega), torch.cos(pos * omega)),
+        "swapped": interleave(torch.cos(pos * omega), torch.sin(pos * omega)),
+        "from 1": interleave(torch.sin((pos + 1) * omega), torch.cos((pos + 1) * omega)),
+        "exponent j": interleave(
+            torch.sin(pos * 10000.0 ** (-pairs / 2 / num_hiddens)),
+            torch.cos(pos * 10000.0 ** (-pairs / 2 / num_hiddens)),
+        ),
+        "exponent column": torch.where(
+            cols.long() % 2 == 0,
+            torch.sin(pos * 10000.0 ** (-2 * cols / num_hiddens)),
+            torch.cos(pos * 10000.0 ** (-2 * cols / num_hiddens)),
+        ),
+        "no minus": interleave(torch.sin(pos / omega), torch.cos(pos / omega)),
+        "blocks": torch.cat([torch.sin(pos * omega), torch.cos(pos * omega)], dim=1),
+    }
+
+
+_ENCODING_HINTS = {
+    "swapped": "sin and cos are swapped: even columns 2j hold sin(i w_j), odd columns 2j + 1 hold cos(i w_j).",
+    "from 1": "positions start at 0: the first row is P[0] = [0, 1, 0, 1, ...] (sin 0, cos 0).",
+    "exponent j": "wrong frequency exponent: w_j = 10000^(-2j / D) for the column pair j, so the exponent is 2j / D.",
+    "exponent column": "wrong frequency exponent: both columns of a pair share one frequency, w_j = 10000^(-2j / D); "
+    "columns 2j and 2j + 1 must not get different ones.",
+    "no minus": "the frequencies fall from 1 towards 1/10000: w_j = 10000^(-2j / D), with a minus sign.",
+    "blocks": "the columns interleave: sin in the even columns 0, 2, 4, ..., cos in the odd ones, not two blocks.",
+}
+
+
+def check_positional_encoding(positional_encoding) -> Feedback:
+    """Build it: ``positional_encoding(num_steps, num_hiddens)`` -> (T, D), compared with ``ac.positional_encoding``."""
+    if positional_encoding is None:
+        return _hint("replace None with your function positional_encoding(num_steps, num_hiddens).")
+    if not callable(positional_encoding):
+        return _hint(
+            "expected a function positional_encoding(num_steps, num_hiddens), "
+            f"got {type(positional_encoding).__name__}."
+        )
+    from ..positional import positional_encoding as reference  # the course's own, checked by its unit tests
+
+    for num_steps, num_hiddens in ((7, 8), (50, 16), (12, 6)):
+        got, problem = _run(positional_encoding, num_steps, num_hiddens)
+        if problem is not None:
+            return problem
+        if isinstance(got, torch.Tensor) and tuple(got.shape) == (num_hiddens, num_steps):
+            return _hint("transposed: one row per position, P has shape (num_steps, num_hiddens).")
+        problem = _tensor_problem(got, (num_steps, num_hiddens), "the encoding (num_steps, num_hiddens)")
+        if problem is not None:
+            return problem
+        if not got.is_floating_point():
+            return _hint(f"the encoding holds sines and cosines: use a floating-point tensor, got {got.dtype}.")
+        want = reference(num_steps, num_hiddens, dtype=torch.float64)
+        if _close(got, want, 1e-5):
+            continue
+        variants = _encodings(num_steps, num_hiddens)
+        for mistake, hint in _ENCODING_HINTS.items():
+            if _close(got, variants[mistake], 1e-5):
+                return _hint(hint)
+        return _hint(f"differs from ac.positional_encoding({num_steps}, {num_hiddens}); compare the first rows.")
+    return _ok("matches ac.positional_encoding: sin in even columns, cos in odd ones, w_j = 10000^(-2j / D), i from 0.")
