@@ -18,7 +18,8 @@ __all__ = ["curve_mean_var"]
 def curve_mean_var(x: torch.Tensor, f: torch.Tensor) -> tuple[float, float]:
     """Mean and variance of a curve over ``[x[0], x[-1]]``, by the trapezoidal rule.
 
-    With ``x`` uniform on ``[a, b]``: mean ``= 1/(b-a) int f``, variance ``= 1/(b-a) int f^2 - mean^2``.
+    With ``x`` uniform on ``[a, b]``: mean ``= 1/(b-a) int f``, variance ``= 1/(b-a) int (f - mean)^2``. The variance
+    says how much the curve wiggles about its own mean; it is not the variance of an estimator over noisy data sets.
 
     Args:
         x: (N,) increasing grid, N >= 2.

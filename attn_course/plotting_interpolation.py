@@ -5,12 +5,14 @@ The estimators are ``kernels.lagrange_basis`` and ``kernels.nadaraya_watson``; t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from ._validate import require_float, require_rank
+from ._validate import require_float, require_int, require_rank
 from .data import noisy_samples, true_function
 from .kernels import lagrange_basis, nadaraya_watson
 from .plotting import _updatable
@@ -22,23 +24,43 @@ def _np(t: torch.Tensor) -> np.ndarray:
     return t.detach().cpu().numpy()
 
 
-def plot_lagrange_basis(nodes: torch.Tensor, ax=None, ylim=(-3.0, 3.0), figsize=(7.0, 3.6)) -> Figure:
-    """The basis polynomials ``l_i(x)`` of ``nodes``: each is 1 at its node and 0 at the others."""
+def plot_lagrange_basis(
+    nodes: torch.Tensor, ax=None, ylim=(-3.0, 3.0), highlight: Sequence[int] = (), figsize=(7.0, 3.6)
+) -> Figure:
+    """The basis polynomials ``l_i(x)`` of ``nodes``: each is 1 at its node and 0 at the others.
+
+    Args:
+        nodes: (N,) distinct nodes ``x_0, ..., x_{N-1}``; the curves are labelled ``l_0`` to ``l_{N-1}``.
+        ax: axes to draw on, or None for a new figure.
+        ylim: the y range shown (the curves are clipped to it).
+        highlight: indices ``i`` (counted from 0) of curves to draw thick, each with a dot at its own node
+            (``l_i(x_i) = 1``) and open circles at the other nodes (``l_i(x_j) = 0``); the rest are drawn faint.
+    """
     require_float(nodes, "nodes")
     require_rank(nodes, "nodes", (1,), "(N,)")
+    n = len(nodes)
+    if isinstance(highlight, int | str) or not isinstance(highlight, Sequence):
+        raise TypeError(f"highlight must be a sequence of node indices, got {type(highlight).__name__}")
+    highlight = [require_int(i, "each index in highlight", 0, n - 1) for i in highlight]
     if ax is None:
         _, ax = plt.subplots(figsize=figsize, layout="constrained")
     x = torch.linspace(float(nodes.min()), float(nodes.max()), 1001, dtype=nodes.dtype)
     basis = lagrange_basis(x, nodes)  # (X, N)
     colours = plt.get_cmap("tab10")
-    for i in range(len(nodes)):
-        ax.plot(_np(x), _np(basis[:, i]), color=colours(i % 10), linewidth=1.0, label=f"$l_{{{i + 1}}}$")
-        ax.plot([float(nodes[i])], [1.0], "o", color=colours(i % 10), markersize=4)
+    for i in range(n):
+        strong = not highlight or i in highlight
+        width, alpha = (2.2 if highlight else 1.0, 1.0) if strong else (0.8, 0.3)
+        ax.plot(_np(x), _np(basis[:, i]), color=colours(i % 10), linewidth=width, alpha=alpha, label=f"$l_{{{i}}}$")
+        ax.plot([float(nodes[i])], [1.0], "o", color=colours(i % 10), markersize=5 if highlight and strong else 4)
+    for i in highlight:
+        others = torch.cat([nodes[:i], nodes[i + 1 :]])  # (N - 1,)
+        ax.plot(_np(others), np.zeros(n - 1), "o", mfc="white", mec=colours(i % 10), markersize=6, zorder=3)
     ax.axhline(0, color="0.5", linewidth=0.6)
     ax.set_ylim(*ylim)
     ax.set_xlabel("x")
     ax.set_ylabel("weight $l_i(x)$")
-    ax.set_title(f"Lagrange basis of {len(nodes)} nodes (dots: $l_i(x_i) = 1$; clipped to {ylim})", fontsize=10)
+    marks = "; open circles: $l_i(x_j) = 0$" if highlight else ""
+    ax.set_title(f"Lagrange basis of {n} nodes (dots: $l_i(x_i) = 1${marks}; clipped to {ylim})", fontsize=10)
     ax.legend(fontsize=7, ncol=2, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return ax.figure
 

@@ -158,8 +158,16 @@ def _prediction_label(query: float, pred: float) -> str:
     return f"prediction f({query:.2f}) = {pred:.2f}"
 
 
+def _kernel_label(kernel: str, bandwidth: float) -> str:
+    """``"gaussian kernel, bandwidth h = 0.5"``; the constant kernel ignores h, so its label names no h."""
+    if kernel == "constant":
+        return "constant kernel (no bandwidth: every key weighs 1/K)"
+    return f"{kernel} kernel, bandwidth h = {bandwidth:.3g}"
+
+
 def _query_title(query: float, kernel: str, bandwidth: float) -> str:
-    return f"Query x = {query:.2f} ({kernel}, h = {bandwidth:.3g}): the weight of every key"
+    setting = "constant kernel, no h" if kernel == "constant" else f"{kernel}, h = {bandwidth:.3g}"
+    return f"Query x = {query:.2f} ({setting}): the weight of every key"
 
 
 def plot_nw_fit(
@@ -199,7 +207,7 @@ def plot_nw_fit(
         y_pred,
         y_true,
         ax=axes[0],
-        title=f"{kernel} kernel, bandwidth h = {bandwidth:.3g}",
+        title=_kernel_label(kernel, bandwidth),
         label="Nadaraya-Watson",
     )
     # Cells drawn at the real positions: key i spans the midpoints to its neighbours.
@@ -221,7 +229,7 @@ def plot_nw_fit(
         y_pred, weights = nadaraya_watson(torch.as_tensor(x_test), keys, values, kernel, bandwidth)
         prediction.set_ydata(_np(y_pred))
         image.set_array(_np(weights))
-        left.set_title(f"{kernel} kernel, bandwidth h = {bandwidth:.3g}", fontsize=10)
+        left.set_title(_kernel_label(kernel, bandwidth), fontsize=10)
         left.relim()  # the prediction may leave the old y range
         left.autoscale_view()
         return True

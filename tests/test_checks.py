@@ -13,6 +13,7 @@ from attn_course.checks import (
     check_bmm_shape,
     check_causal_mask,
     check_causal_row,
+    check_chebyshev_nodes,
     check_context,
     check_convex_bound,
     check_distance_scores,
@@ -21,12 +22,12 @@ from attn_course.checks import (
     check_ffn_parameters,
     check_lagrange_weight,
     check_layer_norm,
-    check_leave_one_out_mask,
     check_memory_size,
     check_nearest_neighbour_limit,
     check_new_token_key,
     check_new_token_output,
     check_new_token_scores,
+    check_nw_pooling,
     check_nw_weights,
     check_padding_causal_mask,
     check_padding_mask,
@@ -68,10 +69,11 @@ def test_every_check_function_is_covered_here():
         "check_nw_weights",
         "check_pooling_limit",
         "check_epanechnikov",
-        "check_leave_one_out_mask",
+        "check_nw_pooling",
         "check_lagrange_weight",
         "check_nearest_neighbour_limit",
         "check_convex_bound",
+        "check_chebyshev_nodes",
         "check_scaled_scores",
         "check_dot_variance",
         "check_distance_scores",
@@ -236,34 +238,140 @@ def test_check_epanechnikov_accepts_an_answer_that_works_in_place():
 
 
 # ----------------------------------------------------------------------------------------------
-# check_leave_one_out_mask
+# check_nw_pooling: the learner's Gaussian Nadaraya-Watson, run on hidden cases
 # ----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("n", [5, 3])
-def test_check_leave_one_out_mask_right_answer(n):
-    mask = torch.tensor([[i != j for j in range(n)] for i in range(n)])
-    assert_correct(check_leave_one_out_mask(mask, n))
+def _nw_scores(q, k, h, mask, sign=-1.0, scale=2.0):
+    scores = sign * (q.unsqueeze(1) - k.unsqueeze(0)) ** 2 / (scale * h**2)  # (Q, K)
+    return scores if mask is None else scores.masked_fill(~mask, -math.inf)
+
+
+def _nw_right(q, k, v, h, mask=None):
+    w = torch.softmax(_nw_scores(q, k, h, mask), dim=-1).nan_to_num(0.0)  # an empty row: zeros
+    return w @ v, w
+
+
+def _nw_right_with_where(q, k, v, h, mask=None):
+    w = torch.exp(_nw_scores(q, k, h, mask))
+    total = w.sum(-1, keepdim=True)
+    w = torch.where(total > 0, w / torch.where(total > 0, total, 1.0), 0.0)
+    return w @ v, w
+
+
+def _nw_reference(q, k, v, h, mask=None):
+    return nadaraya_watson(q, k, v, "gaussian", h, mask)
+
+
+def _nw_nan_on_empty_row(q, k, v, h, mask=None):
+    w = torch.softmax(_nw_scores(q, k, h, mask), dim=-1)
+    return w @ v, w
+
+
+def _nw_reversed(q, k, v, h, mask=None):
+    return _nw_right(q, k, v, h, None if mask is None else ~mask)
+
+
+def _nw_over_queries(q, k, v, h, mask=None):
+    w = torch.softmax(_nw_scores(q, k, h, mask), dim=0).nan_to_num(0.0)
+    return w @ v, w
+
+
+def _nw_in_place(q, k, v, h, mask=None):
+    q.sub_(k.mean())  # centres the queries it was given
+    return _nw_right(q + k.mean(), k, v, h, mask)
+
+
+@pytest.mark.parametrize("fn", [_nw_right, _nw_right_with_where, _nw_reference])
+def test_check_nw_pooling_right_answer(fn):
+    feedback = check_nw_pooling(fn)
+    assert_correct(feedback)
+    assert "hidden case" in repr(feedback)
 
 
 @pytest.mark.parametrize(
-    "mask, words",
+    "fn, words",
     [
-        (None, ["replace None", "(5, 5) bool tensor"]),
-        ([[True] * 5] * 5, ["torch.Tensor", "list"]),
-        (torch.ones(4, 4, dtype=torch.bool), ["expected shape (5, 5)", "got (4, 4)"]),
-        (1.0 - torch.eye(5), ["bool tensor", "torch.float32"]),
-        (torch.eye(5, dtype=torch.bool), ["polarity is reversed"]),
-        (torch.ones(5, 5, dtype=torch.bool), ["only the diagonal"]),
+        (None, ["replace None", "my_nw_pooling"]),
+        ("f", ["expected a function", "str"]),
+        (lambda q, k, v, h, mask=None: 1 / 0, ["raised ZeroDivisionError"]),
+        (lambda q, k, v, h, mask=None: _nw_right(q, k, v, h, mask)[1], ["(predictions, weights)", "Tensor"]),
+        (
+            lambda q, k, v, h, mask=None: (_nw_right(q, k, v, h, mask)[0], _nw_right(q, k, v, h, mask)[1].T),
+            ["transposed", "(Q, K)"],
+        ),
+        (
+            lambda q, k, v, h, mask=None: (_nw_right(q, k, v, h, mask)[0][:2], _nw_right(q, k, v, h, mask)[1]),
+            ["predictions", "expected shape"],
+        ),
+        (lambda q, k, v, h, mask=None: (_nw_right(q, k, v, h, mask)[0], [1.0]), ["weights", "torch.Tensor", "list"]),
+        (_nw_in_place, ["changed one of its inputs"]),
+        (_nw_nan_on_empty_row, ["all False", "NaN", "zero weights"]),
+        (_nw_reversed, ["polarity is reversed"]),
+        (lambda q, k, v, h, mask=None: _nw_right(q, k, v, h), ["ignore the mask"]),
+        (_nw_over_queries, ["normalised over the queries", "dim=-1"]),
+        (lambda q, k, v, h, mask=None: _nw_right(q, k, v, h / math.sqrt(2), mask), ["left out the 2"]),
+        (lambda q, k, v, h, mask=None: _nw_right(q, k, v, math.sqrt(h), mask), ["wrong scale", "h squared"]),
+        (lambda q, k, v, h, mask=None: _nw_right(q, k, v, 1.0, mask), ["wrong scale", "h squared"]),
+        (
+            lambda q, k, v, h, mask=None: (lambda w: (w @ v, w))(
+                torch.softmax(_nw_scores(q, k, h, mask, sign=1.0), -1).nan_to_num(0.0)
+            ),
+            ["MINUS"],
+        ),
+        (
+            lambda q, k, v, h, mask=None: (lambda w: (w @ v, w))(torch.exp(_nw_scores(q, k, h, mask))),
+            ["kernel values", "sum"],
+        ),
+        (
+            lambda q, k, v, h, mask=None: (_nw_right(q, k, v, h, mask)[1].sum(-1), _nw_right(q, k, v, h, mask)[1]),
+            ["weights @ values"],
+        ),
+        (
+            lambda q, k, v, h, mask=None: (lambda w: (w @ v, w))(
+                torch.full((len(q), len(k)), 1 / len(k), dtype=q.dtype)
+            ),
+            ["differ", "by hand"],
+        ),
     ],
-    ids=["none", "list", "shape", "float", "reversed", "all-true"],
+    ids=[
+        "none",
+        "not-callable",
+        "raises",
+        "one-output",
+        "transposed",
+        "short-predictions",
+        "list-weights",
+        "in-place",
+        "nan-empty-row",
+        "reversed-mask",
+        "no-mask",
+        "over-queries",
+        "no-2",
+        "sqrt-h",
+        "no-h",
+        "sign",
+        "unnormalised",
+        "predictions",
+        "uniform",
+    ],
 )
-def test_check_leave_one_out_mask_hints(mask, words):
-    assert_hint(check_leave_one_out_mask(mask), *words)
+def test_check_nw_pooling_hints(fn, words):
+    assert_hint(check_nw_pooling(fn), *words)
+
+
+def test_check_nw_pooling_hidden_cases_tell_queries_from_keys_and_include_an_empty_row():
+    from attn_course.checks.nb01 import _pooling_cases
+
+    cases = _pooling_cases()
+    assert all(len(q) != len(k) for _, q, k, _, _, _ in cases)
+    assert any(m is not None and (~m.any(-1)).any() for *_, m in cases)
+    assert [c[1] for c in cases][0].dtype == torch.float64
+    assert torch.equal(_pooling_cases()[1][1], cases[1][1])  # the same hidden cases every call
 
 
 # ----------------------------------------------------------------------------------------------
-# check_lagrange_weight: l_5(3.5) for the ten points of notebook 02
+# check_lagrange_weight: l_4(3.5) for the ten points of notebook 02 (nodes counted from 0)
 # ----------------------------------------------------------------------------------------------
 
 X_POINTS = [1.1, 1.5, 2.0, 3.1, 4.2, 4.3, 4.6, 5.1, 7.1, 8.3]
@@ -279,7 +387,7 @@ def _basis(i, x):
     return value
 
 
-L5 = _basis(4, 3.5)  # the fifth point, x_5 = 4.2
+L5 = _basis(4, 3.5)  # x_4 = 4.2, the fifth point
 
 
 def test_the_ten_points_are_those_of_the_data_module():
@@ -301,7 +409,7 @@ def test_the_ten_points_are_those_of_the_data_module():
 def test_check_lagrange_weight_right_answer(answer):
     feedback = check_lagrange_weight(answer)
     assert_correct(feedback)
-    assert "8.0819" in repr(feedback) and "x_5 = 4.2" in repr(feedback)
+    assert "8.0819" in repr(feedback) and "x_4 = 4.2" in repr(feedback)
 
 
 def _float32_loop():
@@ -328,16 +436,16 @@ def test_check_lagrange_weight_accepts_a_float32_computation(answer):
 @pytest.mark.parametrize(
     "answer, words",
     [
-        (None, ["replace None", "l_5(3.5)"]),
+        (None, ["replace None", "l_4(3.5)"]),
         ("eight", ["one number", "str"]),
         ([L5, L5], ["one number", "list"]),
         (torch.tensor([L5, L5]), ["one number", "Tensor"]),
-        (_basis(3, 3.5), ["off by one", "x_5 = 4.2", "index 4"]),
-        (_basis(5, 3.5), ["off by one", "x_5 = 4.2", "index 4"]),
+        (_basis(3, 3.5), ["off by one", "x_4 = 4.2", "index 4"]),
+        (_basis(5, 3.5), ["off by one", "x_4 = 4.2", "index 4"]),
         (1 / L5, ["upside down", "x - x_j on top"]),
-        (-L5, ["multiply (3.5 - x_j) / (x_5 - x_j)"]),
-        (8.0, ["multiply (3.5 - x_j) / (x_5 - x_j)"]),
-        (1.0, ["multiply (3.5 - x_j) / (x_5 - x_j)"]),
+        (-L5, ["multiply (3.5 - x_j) / (x_4 - x_j)"]),
+        (8.0, ["multiply (3.5 - x_j) / (x_4 - x_j)"]),
+        (1.0, ["multiply (3.5 - x_j) / (x_4 - x_j)"]),
     ],
     ids=["none", "str", "list", "tensor-2", "l_4", "l_6", "reciprocal", "sign", "rounded", "one"],
 )
@@ -410,6 +518,52 @@ def test_check_convex_bound_right_answer(answer):
 )
 def test_check_convex_bound_hints(answer, words):
     assert_hint(check_convex_bound(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_chebyshev_nodes: 20 Chebyshev nodes on [0, 5], counted from 0
+# ----------------------------------------------------------------------------------------------
+
+_K20 = list(range(20))
+CHEBYSHEV_20 = [2.5 + 2.5 * math.cos((2 * k + 1) * math.pi / 40) for k in _K20]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        torch.tensor(CHEBYSHEV_20, dtype=torch.float64),
+        torch.tensor(CHEBYSHEV_20[::-1]),  # float32, increasing: any order is right
+        2.5 + 2.5 * torch.cos((2 * torch.arange(1, 21) - 1) * torch.pi / 40),  # k from 1: the same nodes
+    ],
+    ids=["float64", "float32-reversed", "counted-from-1"],
+)
+def test_check_chebyshev_nodes_right_answer(answer):
+    feedback = check_chebyshev_nodes(answer)
+    assert_correct(feedback)
+    gaps = np.diff(sorted(CHEBYSHEV_20))
+    assert f"{gaps.min():.3f} apart near the ends" in repr(feedback) and f"{gaps.max():.3f} in the middle" in repr(
+        feedback
+    )
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None", "(20,)"]),
+        (CHEBYSHEV_20, ["torch.Tensor", "list"]),
+        (torch.tensor(CHEBYSHEV_20[:10]), ["expected shape (20,)", "got (10,)"]),
+        (torch.arange(20), ["floating-point", "torch.int64"]),
+        (torch.tensor([(v - 2.5) / 2.5 for v in CHEBYSHEV_20]), ["[-1, 1]", "map them to [0, 5]"]),
+        (torch.linspace(0, 5, 20), ["evenly spaced"]),
+        (torch.tensor([2.5 + 2.5 * math.cos(k * math.pi / 19) for k in _K20]), ["extrema", "(2k + 1) pi / (2n)"]),
+        (torch.tensor([2.5 + 2.5 * math.cos((k + 1) * math.pi / 20) for k in _K20]), ["extrema"]),
+        (torch.tensor([2.5 + 2.5 * math.cos((2 * k + 1) / 40) for k in _K20]), ["left out pi"]),
+        (torch.tensor([2.5 + 2.5 * math.cos((2 * k + 1) * math.pi / 20) for k in _K20]), ["x_k = (a + b)/2"]),
+    ],
+    ids=["none", "list", "short", "integer", "unit-interval", "even", "extrema", "extrema-2", "no-pi", "other"],
+)
+def test_check_chebyshev_nodes_hints(answer, words):
+    assert_hint(check_chebyshev_nodes(answer), *words)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -179,7 +179,7 @@ def test_plot_lagrange_basis_draws_each_basis_polynomial(call_unmodified):
     fig = call_unmodified(plot_lagrange_basis, nodes)
     (ax,) = fig.axes
     lines = _labelled_lines(ax)
-    assert list(lines) == [f"$l_{{{i}}}$" for i in range(1, 11)]  # numbered from 1, as in the notebook
+    assert list(lines) == [f"$l_{{{i}}}$" for i in range(10)]  # counted from 0, as in the notebook
     for i, line in enumerate(lines.values()):
         xs = torch.as_tensor(line.get_xdata(), dtype=torch.float64)
         assert xs[0] == pytest.approx(1.1) and xs[-1] == pytest.approx(8.3)  # the nodes' range
@@ -194,7 +194,7 @@ def test_plot_lagrange_basis_draws_each_basis_polynomial(call_unmodified):
 
 
 def test_plot_lagrange_basis_two_nodes_are_straight_lines_and_ylim_is_honoured():
-    # nodes 0 and 2: l_1(x) = (2 - x) / 2 and l_2(x) = x / 2
+    # nodes 0 and 2: l_0(x) = (2 - x) / 2 and l_1(x) = x / 2
     fig = plot_lagrange_basis(torch.tensor([0.0, 2.0]), ylim=(-0.5, 1.5))
     (ax,) = fig.axes
     first, second = _labelled_lines(ax).values()
@@ -203,6 +203,45 @@ def test_plot_lagrange_basis_two_nodes_are_straight_lines_and_ylim_is_honoured()
     np.testing.assert_allclose(second.get_ydata(), xs / 2, atol=1e-6)
     assert ax.get_ylim() == pytest.approx((-0.5, 1.5))
     assert "2 nodes" in ax.get_title()
+
+
+def test_plot_lagrange_basis_highlight_marks_ones_and_zeros_of_the_chosen_curves():
+    nodes, _ = lagrange_points()
+    (ax,) = plot_lagrange_basis(nodes, highlight=(2, 8)).axes
+    lines = list(_labelled_lines(ax).values())
+    widths = [line.get_linewidth() for line in lines]
+    assert widths[2] == widths[8] > max(w for i, w in enumerate(widths) if i not in (2, 8))
+    assert all(line.get_alpha() < 1 for i, line in enumerate(lines) if i not in (2, 8))
+    circles = [line for line in ax.get_lines() if line.get_marker() == "o" and line.get_markerfacecolor() == "white"]
+    assert len(circles) == 2
+    for circle, i in zip(circles, (2, 8), strict=True):
+        xs = np.asarray(circle.get_xdata())
+        np.testing.assert_allclose(xs, np.delete(nodes.numpy(), i))
+        np.testing.assert_allclose(circle.get_ydata(), 0.0)
+        # the curve is 0 there: l_i(x_j) = 0 for j != i
+        np.testing.assert_allclose(lagrange_basis(torch.as_tensor(xs), nodes)[:, i].numpy(), 0.0, atol=1e-9)
+    assert "open circles" in ax.get_title()
+
+
+@pytest.mark.parametrize("highlight", [(10,), (-1,)])
+def test_plot_lagrange_basis_highlight_out_of_range(highlight):
+    with pytest.raises(ValueError, match=r"each index in highlight must be an integer in \[0, 9\], got -?1"):
+        plot_lagrange_basis(lagrange_points()[0], highlight=highlight)
+
+
+@pytest.mark.parametrize(
+    "highlight, match",
+    [
+        (2, "highlight must be a sequence of node indices, got int"),
+        ("2", "highlight must be a sequence of node indices, got str"),
+        ((2.0,), r"each index in highlight must be an integer in \[0, 9\], got 2.0 \(float\)"),
+        ((True,), r"each index in highlight must be an integer .* \(bool\)"),
+    ],
+    ids=["int", "str", "float", "bool"],
+)
+def test_plot_lagrange_basis_highlight_wrong_type(highlight, match):
+    with pytest.raises(TypeError, match=match):
+        plot_lagrange_basis(lagrange_points()[0], highlight=highlight)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -7,8 +7,8 @@ One module per notebook: ``nb01``, ``nb02``, ...
 """
 
 from ._feedback import Feedback
-from .nb01 import check_epanechnikov, check_leave_one_out_mask, check_nw_weights, check_pooling_limit
-from .nb02 import check_convex_bound, check_lagrange_weight, check_nearest_neighbour_limit
+from .nb01 import check_epanechnikov, check_nw_pooling, check_nw_weights, check_pooling_limit
+from .nb02 import check_chebyshev_nodes, check_convex_bound, check_lagrange_weight, check_nearest_neighbour_limit
 from .nb03 import check_bmm_shape, check_distance_scores, check_dot_variance, check_scaled_scores
 from .nb04 import check_new_token_key, check_new_token_output, check_new_token_scores
 from .nb05 import (
@@ -35,10 +35,11 @@ __all__ = [
     "check_nw_weights",
     "check_pooling_limit",
     "check_epanechnikov",
-    "check_leave_one_out_mask",
+    "check_nw_pooling",
     "check_lagrange_weight",
     "check_nearest_neighbour_limit",
     "check_convex_bound",
+    "check_chebyshev_nodes",
     "check_scaled_scores",
     "check_dot_variance",
     "check_distance_scores",

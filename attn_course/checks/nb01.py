@@ -7,10 +7,15 @@ from collections.abc import Callable
 
 import torch
 
-from ..kernels import epanechnikov
+from ..kernels import epanechnikov, nadaraya_watson
 from ._feedback import Feedback, _close, _hint, _ok, _tensor_problem
 
-__all__ = ["check_nw_weights", "check_pooling_limit", "check_epanechnikov", "check_leave_one_out_mask"]
+__all__ = [
+    "check_nw_weights",
+    "check_pooling_limit",
+    "check_epanechnikov",
+    "check_nw_pooling",
+]
 
 NW_QUERY, NW_KEYS = 2.0, (1.0, 2.0, 4.0)
 
@@ -91,16 +96,114 @@ def check_epanechnikov(fn: Callable[[torch.Tensor], torch.Tensor] | None) -> Fee
     return _hint("inside |u| <= 1 the kernel is 3/4 (1 - u^2).")
 
 
-def check_leave_one_out_mask(mask, n: int = 5) -> Feedback:
-    """The (n, n) leave-one-out mask: query i may use every training point but its own."""
-    problem = _tensor_problem(mask, (n, n), f"a ({n}, {n}) bool tensor")
-    if problem is not None:
-        return problem
-    if mask.dtype != torch.bool:
-        return _hint(f"a mask is a bool tensor (True = may attend), got {mask.dtype}.")
-    want = ~torch.eye(n, dtype=torch.bool)
-    if torch.equal(mask, want):
-        return _ok("every query sees all training points except itself, so h -> 0 no longer wins.")
-    if torch.equal(mask, ~want):
-        return _hint("the polarity is reversed: True means 'may attend', so the diagonal must be False.")
-    return _hint("only the diagonal (a point and itself) should be False.")
+_POOLING_SEED = 1964  # private: the student never sees these cases
+
+
+def _pooling_cases() -> list[tuple[str, torch.Tensor, torch.Tensor, torch.Tensor, float, torch.Tensor | None]]:
+    """Hidden cases (name, queries (Q,), keys (K,), values (K,), h, mask (Q, K) or None); Q != K in each."""
+    gen = torch.Generator().manual_seed(_POOLING_SEED)
+
+    def draw(num_q: int, num_k: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        q = torch.rand(num_q, generator=gen, dtype=torch.float64) * 5
+        k = torch.rand(num_k, generator=gen, dtype=torch.float64) * 5
+        return q, k, torch.randn(num_k, generator=gen, dtype=torch.float64)
+
+    h = 0.3 + 1.5 * float(torch.rand((), generator=gen, dtype=torch.float64))
+    mask = torch.rand(6, 8, generator=gen) < 0.6  # (Q, K)
+    mask[:, 0], mask[:, 1] = True, False  # every row keeps a key and loses one
+    empty = mask.clone()
+    empty[2] = False  # the query in row 2 may use no key
+    return [
+        ("h = 1, no mask", *draw(4, 7), 1.0, None),
+        (f"h = {h:.2f}, no mask", *draw(5, 9), h, None),
+        ("a mask", *draw(6, 8), 0.8, mask),
+        ("a mask that leaves row 2 empty", *draw(6, 8), 0.8, empty),
+    ]
+
+
+def check_nw_pooling(fn) -> Feedback:
+    """A Gaussian Nadaraya-Watson pooling ``fn(queries, keys, values, bandwidth, mask=None) -> (predictions, weights)``.
+
+    Runs ``fn`` on hidden random cases (more keys than queries, with and without a mask, one masked row with no
+    key at all) and compares with ``attn_course.nadaraya_watson``; the hint names the first thing that is off.
+    """
+    if fn is None:
+        return _hint("replace None with your function my_nw_pooling(queries, keys, values, bandwidth, mask=None).")
+    if not callable(fn):
+        return _hint(f"expected a function, got {type(fn).__name__}.")
+    for name, queries, keys, values, h, mask in _pooling_cases():
+        num_q, num_k = len(queries), len(keys)
+        inputs = (queries, keys, values) if mask is None else (queries, keys, values, mask)
+        copies = [t.clone() for t in inputs]
+        try:
+            result = fn(*copies[:3], h) if mask is None else fn(*copies[:3], h, mask=copies[3])
+        except Exception as error:  # report any failure as a hint, not a traceback
+            return _hint(f"on a case with {name}, your function raised {type(error).__name__}: {error}")
+        if any(not torch.equal(c, t) for c, t in zip(copies, inputs, strict=True)):
+            return _hint("your function changed one of its inputs in place; compute new tensors instead.")
+        if not (isinstance(result, tuple) and len(result) == 2):
+            return _hint(f"return two things, (predictions, weights); got {type(result).__name__}.")
+        pred, weights = result
+        for got, what, shape in ((weights, "weights", (num_q, num_k)), (pred, "predictions", (num_q,))):
+            if not isinstance(got, torch.Tensor):
+                return _hint(f"{what} should be a torch.Tensor, got {type(got).__name__}.")
+            if tuple(got.shape) == shape[::-1] and len(shape) == 2:
+                return _hint(
+                    f"weights have shape {tuple(got.shape)} = (K, Q): transposed. One row per query: "
+                    f"with {num_q} queries and {num_k} keys the shape is (Q, K) = {shape}."
+                )
+            if tuple(got.shape) != shape:
+                return _hint(
+                    f"{what}: expected shape {shape} for {num_q} queries and {num_k} keys, got {tuple(got.shape)}."
+                )
+        want_pred, want = nadaraya_watson(queries, keys, values, "gaussian", h, mask)
+        if mask is not None and _close(weights.nan_to_num(0.0), _masked_softmax(queries, keys, h, ~mask)):
+            return _hint(
+                "the mask polarity is reversed: True means 'may attend', so fill the scores where mask is False."
+            )
+        if torch.isnan(weights).any() or torch.isnan(pred).any():
+            if mask is not None and torch.isnan(weights[~mask.any(-1)]).any():
+                return _hint(
+                    "a query whose mask row is all False gets NaN (softmax of only -inf is 0/0). "
+                    "Give such a row zero weights and the prediction 0: it has nothing to attend to."
+                )
+            return _hint(f"NaN in your output on a case with {name}.")
+        if _close(weights, want) and _close(pred, want_pred):
+            continue
+        return _pooling_hint(name, queries, keys, values, h, mask, pred, weights, want)
+    return _ok(
+        "your pooling matches attn_course.nadaraya_watson on every hidden case, masks and an empty row included."
+    )
+
+
+def _pooling_hint(name, queries, keys, values, h, mask, pred, weights, want) -> Feedback:
+    """The hint for weights or predictions that differ from the reference on one hidden case."""
+    if _close(weights, want):
+        return _hint("the weights are right but the predictions are not: the prediction is weights @ values.")
+    d2 = (queries.unsqueeze(1) - keys.unsqueeze(0)) ** 2  # (Q, K)
+    allowed = torch.ones_like(d2, dtype=torch.bool) if mask is None else mask
+
+    def softmax(scores: torch.Tensor, dim: int = -1) -> torch.Tensor:
+        return torch.softmax(scores.masked_fill(~allowed, -math.inf), dim).nan_to_num(0.0)
+
+    if mask is not None and _close(weights, nadaraya_watson(queries, keys, values, "gaussian", h)[1]):
+        return _hint("the weights ignore the mask: set the scores of masked keys (mask False) to -inf before softmax.")
+    if _close(weights, softmax(-d2 / (2 * h**2), dim=0)):
+        return _hint("each column sums to 1: you normalised over the queries. Softmax over the keys (dim=-1).")
+    if _close(weights, softmax(d2 / (2 * h**2))):
+        return _hint(
+            "the far keys get the most weight: the score is MINUS the squared distance, -(x - x_i)^2 / (2h^2)."
+        )
+    if _close(weights, softmax(-d2 / h**2)):
+        return _hint("wrong scale: the Gaussian score is -(x - x_i)^2 / (2 h^2); you left out the 2.")
+    if any(_close(weights, softmax(-d2 / s)) for s in (2 * h, 2.0, 2 / h**2)):
+        return _hint("wrong scale: divide the squared distance by 2 h^2 (h squared).")
+    if _close(weights, torch.exp(-d2 / (2 * h**2)) * allowed):
+        return _hint("these are kernel values: divide each row by its sum (softmax) so the weights sum to 1.")
+    return _hint(f"your weights differ from Nadaraya-Watson's on a case with {name}: compare one row by hand.")
+
+
+def _masked_softmax(queries: torch.Tensor, keys: torch.Tensor, h: float, allowed: torch.Tensor) -> torch.Tensor:
+    """Gaussian weights (Q, K) over the keys where ``allowed`` is True; a row with none is all zeros."""
+    scores = -((queries.unsqueeze(1) - keys.unsqueeze(0)) ** 2) / (2 * h**2)  # (Q, K)
+    return torch.softmax(scores.masked_fill(~allowed, -math.inf), -1).nan_to_num(0.0)

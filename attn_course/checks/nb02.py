@@ -7,14 +7,14 @@ import math
 import torch
 
 from ..data import lagrange_points
-from ._feedback import Feedback, _hint, _number, _ok
+from ._feedback import Feedback, _close, _hint, _number, _ok, _tensor_problem
 
-__all__ = ["check_lagrange_weight", "check_nearest_neighbour_limit", "check_convex_bound"]
+__all__ = ["check_lagrange_weight", "check_nearest_neighbour_limit", "check_convex_bound", "check_chebyshev_nodes"]
 
 
 def check_lagrange_weight(answer) -> Feedback:
-    """``l_5(3.5)``: the fifth Lagrange basis polynomial of the ten data points, at x = 3.5."""
-    value = _number(answer, "l_5(3.5) as a number")
+    """``l_4(3.5)``: the Lagrange basis polynomial of ``x_4 = 4.2`` (nodes counted from 0), at x = 3.5."""
+    value = _number(answer, "l_4(3.5) as a number")
     if isinstance(value, Feedback):
         return value
     nodes = lagrange_points()[0].tolist()
@@ -24,12 +24,12 @@ def check_lagrange_weight(answer) -> Feedback:
 
     target = basis(4, 3.5)
     if math.isclose(value, target, rel_tol=1e-4, abs_tol=1e-9):
-        return _ok(f"l_5(3.5) = {target:.4f}: the weight that the query 3.5 gives to the fifth point, x_5 = 4.2.")
+        return _ok(f"l_4(3.5) = {target:.4f}: the weight that the query 3.5 gives to x_4 = 4.2, far above 1.")
     if math.isclose(value, basis(5, 3.5), rel_tol=1e-4) or math.isclose(value, basis(3, 3.5), rel_tol=1e-4):
-        return _hint("off by one: l_5 belongs to the fifth point, x_5 = 4.2 (index 4 in Python).")
+        return _hint("off by one: l_4 belongs to x_4 = 4.2, index 4 counting from 0 (the first point is x_0 = 1.1).")
     if math.isclose(value, 1 / target, rel_tol=1e-4):
-        return _hint("upside down: the factors are (x - x_j) / (x_5 - x_j), x - x_j on top.")
-    return _hint("multiply (3.5 - x_j) / (x_5 - x_j) over every j except the fifth point itself.")
+        return _hint("upside down: the factors are (x - x_j) / (x_4 - x_j), x - x_j on top.")
+    return _hint("multiply (3.5 - x_j) / (x_4 - x_j) over every j except j = 4 itself.")
 
 
 def check_nearest_neighbour_limit(answer) -> Feedback:
@@ -59,3 +59,36 @@ def check_convex_bound(answer) -> Feedback:
     if value > float(y.max()):
         return _hint("Gaussian weights are positive and sum to 1: can a weighted average exceed the largest value?")
     return _hint("some x and h bring the estimate closer to one of the y_i than this: which y_i is largest?")
+
+
+def check_chebyshev_nodes(nodes, n: int = 20, a: float = 0.0, b: float = 5.0) -> Feedback:
+    """The ``n`` Chebyshev nodes ``(a+b)/2 + (b-a)/2 cos((2k+1) pi / (2n))``, k = 0..n-1, in any order."""
+    problem = _tensor_problem(nodes, (n,), f"the {n} nodes as a tensor of shape ({n},)")
+    if problem is not None:
+        return problem
+    if not nodes.is_floating_point():
+        return _hint(f"nodes are fractions: use a floating-point tensor, got {nodes.dtype}.")
+    got = torch.sort(nodes.detach().double()).values
+    k = torch.arange(n, dtype=torch.float64)  # counted from 0
+    unit = torch.cos((2 * k + 1) * math.pi / (2 * n))  # (n,) on [-1, 1]
+
+    def on_ab(t: torch.Tensor) -> torch.Tensor:
+        return torch.sort((a + b) / 2 + (b - a) / 2 * t).values
+
+    if _close(got, on_ab(unit)):
+        gaps = got[1:] - got[:-1]
+        return _ok(
+            f"the nodes are {float(gaps.min()):.3f} apart near the ends and {float(gaps.max()):.3f} in the middle: "
+            "they crowd where evenly spaced interpolation runs away."
+        )
+    if _close(got, torch.sort(unit).values):
+        return _hint(f"these nodes lie on [-1, 1]: map them to [{a:g}, {b:g}] with (a + b)/2 + (b - a)/2 cos(...).")
+    if _close(got, torch.linspace(a, b, n, dtype=torch.float64)):
+        return _hint("these are evenly spaced: Chebyshev nodes are cosines, crowded near the ends.")
+    if _close(got, on_ab(torch.cos(k * math.pi / (n - 1)))) or _close(got, on_ab(torch.cos((k + 1) * math.pi / n))):
+        return _hint("close: those are the cosine extrema; Chebyshev nodes use the angle (2k + 1) pi / (2n).")
+    if _close(got, on_ab(torch.cos((2 * k + 1) / (2 * n)))):
+        return _hint("the angle is (2k + 1) pi / (2n): you left out pi.")
+    return _hint(
+        "use x_k = (a + b)/2 + (b - a)/2 cos((2k + 1) pi / (2n)) for k = 0, ..., n - 1, with a = 0, b = 5, n = 20."
+    )
