@@ -13,7 +13,7 @@ from .nb03 import check_bmm_shape, check_distance_scores, check_dot_variance, ch
 from .nb04 import check_new_token_key, check_new_token_output, check_new_token_scores
 from .nb05 import check_causal_mask, check_padding_causal_mask, check_padding_mask
 from .nb06 import check_parameter_count, check_rotation, check_split_shape
-from .nb07 import check_alignment_position, check_context, check_memory_size
+from .nb07 import check_alignment_position, check_bahdanau_step, check_context, check_memory_size
 from .nb08 import check_causal_row, check_ffn_parameters, check_layer_norm
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "check_alignment_position",
     "check_context",
     "check_memory_size",
+    "check_bahdanau_step",
     "check_layer_norm",
     "check_ffn_parameters",
     "check_causal_row",
