@@ -252,3 +252,10 @@ def require_choice(value, name: str, choices) -> str:
     if value not in choices:
         raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
     return value
+
+
+def require_bool(value, name: str) -> bool:
+    """``True`` or ``False`` (not 0/1, not None)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
+    return value

@@ -27,9 +27,11 @@ __all__ = [
 
 @dataclass
 class History:
-    """What :func:`train_seq2seq` measured: one entry per epoch, and the wall-clock seconds in all."""
+    """What :func:`train_seq2seq` measured: one entry per epoch (``step_loss``: one per optimiser step), and the
+    wall-clock seconds in all."""
 
     train_loss: list[float] = field(default_factory=list)
+    step_loss: list[float] = field(default_factory=list)
     valid_accuracy: list[float] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -47,11 +49,14 @@ def train_seq2seq(
     lr: float = 5e-3,
     seed: int = 0,
     clip: float = 1.0,
+    warmup: int = 0,
 ) -> History:
     """Train with Adam on the cross-entropy of the next token (``PAD`` ignored), teacher forcing.
 
     The learning rate starts at ``lr`` and decays to 0 along a half cosine over all the steps, which
-    lets the last epochs settle instead of jumping around. The order of the examples comes from a
+    lets the last epochs settle instead of jumping around. With ``warmup`` > 0 it first rises linearly
+    from ``lr / warmup`` to ``lr`` over ``warmup`` steps, then decays along the half cosine over the rest.
+    The order of the examples comes from a
     generator seeded with ``seed``; gradients are clipped to norm ``clip``. After each epoch the model
     is scored on ``data.valid`` (sequence accuracy, greedy decoding).
     """
@@ -62,10 +67,17 @@ def train_seq2seq(
     require_int(batch_size, "batch_size")
     require_positive(lr, "lr")
     require_positive(clip, "clip")
+    require_int(warmup, "warmup", 0)
     gen = torch.Generator().manual_seed(require_int(seed, "seed", 0))
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     steps = epochs * math.ceil(len(data.train) / batch_size)
-    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=steps)  # lr * (1 + cos(pi t / steps)) / 2
+    if warmup >= steps:
+        raise ValueError(f"warmup must be fewer than the {steps} training steps, got {warmup}")
+    cosine = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=steps - warmup)  # lr (1 + cos(pi t / T)) / 2
+    schedule = cosine
+    if warmup:
+        rise = torch.optim.lr_scheduler.LinearLR(optimizer, start_factor=1 / warmup, total_iters=warmup)
+        schedule = torch.optim.lr_scheduler.SequentialLR(optimizer, [rise, cosine], milestones=[warmup])
     loss_fn = nn.CrossEntropyLoss(ignore_index=PAD)
     history = History()
     start = time.perf_counter()
@@ -81,6 +93,7 @@ def train_seq2seq(
             nn.utils.clip_grad_norm_(model.parameters(), clip)
             optimizer.step()
             schedule.step()
+            history.step_loss.append(loss.item())
             total += loss.item() * len(index)
             count += len(index)
         history.train_loss.append(total / count)

@@ -2,8 +2,9 @@
 
 ``MultiHeadAttention`` (notebook 06), ``positional_encoding`` (notebook 06) and ``causal_mask``
 (notebook 05), plus the two pieces this module adds: the position-wise feed-forward network and
-"add & norm" (a residual connection followed by layer normalisation). Post-norm, as in the original
-Transformer (Vaswani et al., 2017).
+"add & norm" (a residual connection followed by layer normalisation). Post-norm by default, as in the
+original Transformer (Vaswani et al., 2017): ``LayerNorm(x + f(x))``; ``norm_first=True`` gives pre-norm,
+``x + f(LayerNorm(x))``, and the model then ends each stack with one more LayerNorm.
 
 Shapes: ``B`` batch, ``S`` source length, ``T`` target length, ``D`` model size (``num_hiddens``),
 ``U`` hidden units of the feed-forward network, ``H`` heads, ``L`` layers, ``C`` vocabulary size.
@@ -16,7 +17,7 @@ import math
 import torch
 from torch import nn
 
-from ._validate import require_int, require_source, require_target
+from ._validate import require_bool, require_int, require_source, require_target
 from .masking import causal_mask
 from .multihead import MultiHeadAttention
 from .positional import positional_encoding
@@ -59,30 +60,48 @@ class AddNorm(nn.Module):
         return self.norm(x + self.dropout(y))  # (B, T, D)
 
 
-class EncoderBlock(nn.Module):
-    """Self-attention over the source (padding masked), then the feed-forward network; add & norm after each."""
+def _residual(x: torch.Tensor, addnorm: AddNorm, sublayer, norm_first: bool) -> torch.Tensor:
+    """Post-norm ``LayerNorm(x + f(x))``, or pre-norm ``x + f(LayerNorm(x))`` (same LayerNorm, same dropout)."""
+    if norm_first:
+        return x + addnorm.dropout(sublayer(addnorm.norm(x)))  # (B, T, D): x itself passes through untouched
+    return addnorm(x, sublayer(x))  # (B, T, D): every sum goes through the LayerNorm
 
-    def __init__(self, num_hiddens: int, num_heads: int, ffn_hiddens: int, dropout: float = 0.0):
+
+class EncoderBlock(nn.Module):
+    """Self-attention over the source (padding masked), then the feed-forward network, each with add & norm.
+
+    ``norm_first=False`` (post-norm): ``y = LN(x + att(x))``, ``out = LN(y + ffn(y))``.
+    ``norm_first=True`` (pre-norm): ``y = x + att(LN(x))``, ``out = y + ffn(LN(y))``.
+    """
+
+    def __init__(
+        self, num_hiddens: int, num_heads: int, ffn_hiddens: int, dropout: float = 0.0, norm_first: bool = False
+    ):
         super().__init__()
+        self.norm_first = require_bool(norm_first, "norm_first")
         self.attention = MultiHeadAttention(num_hiddens, num_heads, dropout)
         self.addnorm1 = AddNorm(num_hiddens, dropout)
         self.ffn = PositionWiseFFN(num_hiddens, ffn_hiddens)
         self.addnorm2 = AddNorm(num_hiddens, dropout)
 
     def forward(self, x: torch.Tensor, src_len: torch.Tensor) -> torch.Tensor:
-        y = self.addnorm1(x, self.attention(x, x, x, src_len))  # (B, S, D), keys past src_len ignored
-        return self.addnorm2(y, self.ffn(y))  # (B, S, D)
+        y = _residual(x, self.addnorm1, lambda h: self.attention(h, h, h, src_len), self.norm_first)  # (B, S, D)
+        return _residual(y, self.addnorm2, self.ffn, self.norm_first)  # (B, S, D)
 
 
 class DecoderBlock(nn.Module):
     """Causal self-attention, then cross-attention to the encoder's output, then the feed-forward network.
 
     In the cross-attention the queries come from the target and the keys and values are the encoder's
-    output ``memory`` (B, S, D), with the source's padding masked.
+    output ``memory`` (B, S, D), with the source's padding masked. ``norm_first`` as in :class:`EncoderBlock`
+    (in pre-norm the LayerNorm applies to the queries' input; ``memory`` comes normalised from the encoder).
     """
 
-    def __init__(self, num_hiddens: int, num_heads: int, ffn_hiddens: int, dropout: float = 0.0):
+    def __init__(
+        self, num_hiddens: int, num_heads: int, ffn_hiddens: int, dropout: float = 0.0, norm_first: bool = False
+    ):
         super().__init__()
+        self.norm_first = require_bool(norm_first, "norm_first")
         self.self_attention = MultiHeadAttention(num_hiddens, num_heads, dropout)
         self.addnorm1 = AddNorm(num_hiddens, dropout)
         self.cross_attention = MultiHeadAttention(num_hiddens, num_heads, dropout)
@@ -92,9 +111,9 @@ class DecoderBlock(nn.Module):
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, src_len: torch.Tensor) -> torch.Tensor:
         mask = causal_mask(x.shape[1], device=x.device)  # (T, T): position t sees positions 0..t
-        y = self.addnorm1(x, self.self_attention(x, x, x, mask=mask))  # (B, T, D)
-        z = self.addnorm2(y, self.cross_attention(y, memory, memory, src_len))  # (B, T, D) attends to (B, S, D)
-        return self.addnorm3(z, self.ffn(z))  # (B, T, D)
+        y = _residual(x, self.addnorm1, lambda h: self.self_attention(h, h, h, mask=mask), self.norm_first)
+        z = _residual(y, self.addnorm2, lambda h: self.cross_attention(h, memory, memory, src_len), self.norm_first)
+        return _residual(z, self.addnorm3, self.ffn, self.norm_first)  # (B, T, D); z: (B, T, D) attended to (B, S, D)
 
 
 class TransformerSeq2Seq(nn.Module):
@@ -105,6 +124,9 @@ class TransformerSeq2Seq(nn.Module):
         num_heads: H. num_layers: L blocks in the encoder and L in the decoder.
         ffn_hiddens: U. dropout: on attention weights and sublayer outputs.
         max_len: longest sequence the positional encoding covers.
+        norm_first: False for post-norm blocks (the original Transformer), True for pre-norm blocks; a pre-norm
+            model normalises the output of each stack with one more LayerNorm (``encoder_norm``,
+            ``decoder_norm``), since nothing else normalises the sum its residual stream carries.
 
     Source and target share one token embedding (same digits). As in the Transformer paper, embeddings
     start with standard deviation 1/sqrt(D) and are multiplied by sqrt(D), so that tokens and positions
@@ -119,21 +141,25 @@ class TransformerSeq2Seq(nn.Module):
         ffn_hiddens: int = 64,
         dropout: float = 0.0,
         max_len: int = 64,
+        norm_first: bool = False,
     ):
         super().__init__()
         require_int(num_layers, "num_layers")
+        self.norm_first = require_bool(norm_first, "norm_first")
         self.num_hiddens = require_int(num_hiddens, "num_hiddens")
         self.embedding = nn.Embedding(VOCAB_SIZE, num_hiddens)
         nn.init.normal_(self.embedding.weight, std=num_hiddens**-0.5)  # times sqrt(D) below: entries ~ N(0, 1)
         self.register_buffer("pos", positional_encoding(require_int(max_len, "max_len"), num_hiddens), persistent=False)
         self.dropout = nn.Dropout(dropout)
         self.encoder = nn.ModuleList(
-            EncoderBlock(num_hiddens, num_heads, ffn_hiddens, dropout) for _ in range(num_layers)
+            EncoderBlock(num_hiddens, num_heads, ffn_hiddens, dropout, norm_first) for _ in range(num_layers)
         )
         self.decoder = nn.ModuleList(
-            DecoderBlock(num_hiddens, num_heads, ffn_hiddens, dropout) for _ in range(num_layers)
+            DecoderBlock(num_hiddens, num_heads, ffn_hiddens, dropout, norm_first) for _ in range(num_layers)
         )
         self.dense = nn.Linear(num_hiddens, VOCAB_SIZE)
+        final = nn.LayerNorm if norm_first else nn.Identity  # post-norm blocks already end with a LayerNorm
+        self.encoder_norm, self.decoder_norm = final(num_hiddens), final(num_hiddens)
 
     def _embed(self, tokens: torch.Tensor, name: str) -> torch.Tensor:
         if tokens.shape[1] > self.pos.shape[0]:
@@ -148,14 +174,14 @@ class TransformerSeq2Seq(nn.Module):
         x = self._embed(src, "src")
         for block in self.encoder:
             x = block(x, src_len)
-        return x
+        return self.encoder_norm(x)  # (B, S, D)
 
     def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_len: torch.Tensor) -> torch.Tensor:
         """Logits (B, T, C) for every target position, each seeing only the target tokens up to itself."""
         y = self._embed(tgt_in, "tgt_in")
         for block in self.decoder:
             y = block(y, memory, src_len)
-        return self.dense(y)  # (B, T, D) -> (B, T, C)
+        return self.dense(self.decoder_norm(y))  # (B, T, D) -> (B, T, C)
 
     def forward(self, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         require_source(src, src_len, VOCAB_SIZE)

@@ -10,6 +10,7 @@ from attn_course import PositionWiseFFN, RNNSeq2Seq, causal_mask, checks, lagran
 from attn_course.checks import (
     Feedback,
     check_alignment_position,
+    check_bahdanau_step,
     check_bmm_shape,
     check_causal_mask,
     check_causal_row,
@@ -90,6 +91,7 @@ def test_every_check_function_is_covered_here():
         "check_alignment_position",
         "check_context",
         "check_memory_size",
+        "check_bahdanau_step",
         "check_layer_norm",
         "check_ffn_parameters",
         "check_causal_row",
@@ -1610,7 +1612,7 @@ def test_check_positional_encoding_hints_per_column_exponent():
 
 
 def _position(t, length):
-    return length - 1 - t if t < length else length
+    return length - 1 - t if t < length else length  # the ideal position of each digit step, then <eos>'s own
 
 
 @pytest.mark.parametrize(
@@ -1620,8 +1622,10 @@ def _position(t, length):
         lambda t, length: (length - 1 - t) % (length + 1),  # -1 wraps around to L
         lambda t, length: torch.tensor(_position(t, length)),
         lambda t, length: float(_position(t, length)),
+        lambda t, length: length - 1 - t if t < length else 0,  # the <eos> step reads position 0, as trained
+        lambda t, length: length - 1 - t,  # -1 for <eos>: the <eos> step is not checked
     ],
-    ids=["function", "modulo", "tensor", "float"],
+    ids=["function", "modulo", "tensor", "float", "eos-on-first", "eos-anywhere"],
 )
 def test_check_alignment_position_right_answer(answer):
     feedback = check_alignment_position(answer)
@@ -1643,8 +1647,6 @@ def test_check_alignment_position_agrees_with_the_reversal_task(digits):
         (None, ["replace None", "position(t, L)"]),
         (3, ["expected a function position(t, L)", "got int"]),
         ("L - 1 - t", ["expected a function", "got str"]),
-        (lambda t, length: length - 1 - t, ["the last step writes <eos>", "when L = 1"]),
-        (lambda t, length: length - 1 - t if t < length else -1, ["the last step writes <eos>"]),
         (lambda t, length: length - t, ["off by one", "L - 1"]),
         (lambda t, length: t, ["copying (a diagonal)", "from its end"]),
         (lambda t, length: t if t < length else length, ["copying (a diagonal)"]),
@@ -1657,8 +1659,6 @@ def test_check_alignment_position_agrees_with_the_reversal_task(digits):
         "none",
         "int",
         "str",
-        "no-eos",
-        "eos-minus-one",
         "off-by-one",
         "copy",
         "copy-with-eos",
@@ -1670,6 +1670,121 @@ def test_check_alignment_position_agrees_with_the_reversal_task(digits):
 )
 def test_check_alignment_position_hints(answer, words):
     assert_hint(check_alignment_position(answer), *words)
+
+
+def test_check_alignment_position_never_asks_for_the_eos_step():
+    """Notebook 07's trained model reads position 0 at <eos>: the check does not call position(L, L)."""
+    asked = []
+
+    def position(t, length):
+        asked.append((t, length))
+        return length - 1 - t
+
+    assert_correct(check_alignment_position(position))
+    assert all(t < length for t, length in asked) and len(asked) == sum(range(1, 13))
+
+
+# ----------------------------------------------------------------------------------------------
+# check_bahdanau_step: one decoder step of additive attention, padding masked, on hidden cases
+# ----------------------------------------------------------------------------------------------
+
+
+def _bahdanau(query, states, src_len, W_q, W_k, w_v, *, tanh=True, scale=1.0, mask="before", dim=-1):
+    features = (query @ W_q.T)[:, None] + states @ W_k.T  # (B, S, A)
+    scores = (torch.tanh(features) if tanh else features) @ w_v / scale  # (B, S)
+    valid = torch.arange(states.shape[1]) < src_len[:, None]
+    if mask == "before":
+        weights = torch.softmax(scores.masked_fill(~valid, float("-inf")), dim=dim)
+    elif mask == "reversed":
+        weights = torch.softmax(scores.masked_fill(valid, float("-inf")), dim=dim)
+    elif mask == "after":
+        weights = torch.softmax(scores, dim=dim) * valid
+    else:
+        weights = torch.softmax(scores, dim=dim)
+    return (weights[:, :, None] * states).sum(1), weights
+
+
+def _step(**kwargs):
+    return lambda *args: _bahdanau(*args, **kwargs)
+
+
+def test_check_bahdanau_step_reference_is_the_course_layer():
+    """The hidden reference agrees with ac.AdditiveAttention (the layer notebook 07's decoder uses)."""
+    from attn_course import AdditiveAttention
+    from attn_course.checks.nb07 import _bahdanau_reference, _step_cases
+
+    for query, states, src_len, W_q, W_k, w_v in _step_cases():
+        layer = AdditiveAttention(states.shape[-1], query.shape[-1], W_q.shape[0]).double()
+        with torch.no_grad():
+            layer.W_q.weight.copy_(W_q), layer.W_k.weight.copy_(W_k), layer.w_v.weight.copy_(w_v[None])
+            want = layer(query[:, None], states, states, src_len)[:, 0]
+        context, weights = _bahdanau_reference(query, states, src_len, W_q, W_k, w_v)
+        torch.testing.assert_close(context, want)
+        torch.testing.assert_close(weights, layer.attention_weights[:, 0])
+
+
+def _right_with_bmm(query, states, src_len, W_q, W_k, w_v):
+    scores = torch.tanh(query[:, None] @ W_q.T + states @ W_k.T) @ w_v  # (B, S)
+    scores = scores.masked_fill(torch.arange(states.shape[1]) >= src_len[:, None], float("-inf"))
+    weights = scores.softmax(dim=-1)
+    return torch.bmm(weights[:, None], states)[:, 0], weights
+
+
+@pytest.mark.parametrize("answer", [_step(), _right_with_bmm], ids=["broadcast", "bmm"])
+def test_check_bahdanau_step_right_answer(answer):
+    feedback = check_bahdanau_step(answer)
+    assert_correct(feedback)
+    assert "hidden cases" in repr(feedback)
+
+
+def _in_place(query, states, src_len, W_q, W_k, w_v):
+    query.mul_(2.0)
+    return _bahdanau(query, states, src_len, W_q, W_k, w_v)
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None", "step(query, states"]),
+        (3, ["expected a function", "got int"]),
+        (lambda *a: a[1].mean(1), ["return a tuple (context, weights)", "Tensor"]),
+        (lambda q, h, n, Wq, Wk, wv: _bahdanau(q, h, n, Wq.T, Wk.T, wv), ["raised RuntimeError", "W_q.T"]),
+        (_step(mask="none"), ["padded positions", "before the softmax"]),
+        (_step(mask="reversed"), ["polarity"]),
+        (_step(mask="after"), ["sum to 1", "mask before the softmax"]),
+        (_step(dim=0), ["sum to 1", "dim=-1"]),
+        (_step(tanh=False), ["no tanh"]),
+        (lambda q, h, n, Wq, Wk, wv: _bahdanau(q, h, n, Wq, Wk, wv, scale=Wq.shape[0] ** 0.5), ["no 1/sqrt scale"]),
+        (lambda q, h, n, Wq, Wk, wv: _bahdanau(q, h, n, Wk, Wq, wv), ["swapped"]),
+        (lambda q, h, n, Wq, Wk, wv: _bahdanau(q, h, n, Wq, Wk, -wv), ["sign of the scores"]),
+        (lambda *a: (a[1].mean(1), _bahdanau(*a)[1]), ["plain average"]),
+        (lambda *a: (2 * _bahdanau(*a)[0], _bahdanau(*a)[1]), ["the weights are right", "sum_j weights_j"]),
+        (lambda *a: (_bahdanau(*a)[0], _bahdanau(*a)[1][:, None]), ["weights should have shape (B, S)"]),
+        (lambda *a: (_bahdanau(*a)[0][None], _bahdanau(*a)[1]), ["context should have shape (B, U)"]),
+        (_in_place, ["modified one of its inputs"]),
+    ],
+    ids=[
+        "none",
+        "int",
+        "one-tensor",
+        "transposed",
+        "no-mask",
+        "polarity",
+        "masked-after-softmax",
+        "softmax-over-batch",
+        "no-tanh",
+        "scaled",
+        "swapped",
+        "sign",
+        "plain-average",
+        "wrong-context",
+        "weights-3d",
+        "context-3d",
+        "in-place",
+    ],
+)
+def test_check_bahdanau_step_hints(answer, words):
+    assert_hint(check_bahdanau_step(answer), *words)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1871,9 +1986,9 @@ def test_check_causal_row_right_answer(answer):
         (CAUSAL_ROW.float(), ["masks are bool tensors (True = may attend)", "torch.float32"]),
         (CAUSAL_ROW.long(), ["masks are bool tensors", "torch.int64"]),
         (~CAUSAL_ROW, ["polarity", "True means may attend"]),
-        (causal_mask(6)[2], ["may attend to itself"]),
+        (causal_mask(6)[2], ["may attend to itself", "rows count from 0"]),
         (torch.ones(6, dtype=torch.bool), ["the encoder's view", "must not see later target tokens"]),
-        (causal_mask(6)[4], ["numbered from 0", "up to and including 3"]),
+        (causal_mask(6)[4], ["numbered from 0", "0 to 3, itself included"]),
         (torch.zeros(6, dtype=torch.bool), ["numbered from 0"]),
     ],
     ids=["none", "list", "whole-mask", "float", "int", "polarity", "strictly-before", "all-true", "row-4", "all-false"],

@@ -476,3 +476,54 @@ def test_plot_decoding_step_error_messages(step, weights, src_labels, out_labels
     with pytest.raises(int_error(step), match=match):
         plot_decoding_step(step, weights, src_labels, out_labels)
     assert plt.get_fignums() == []
+
+
+# ----------------------------------------------------------------------------------------------
+# train_seq2seq: warm-up and the loss of every step
+# ----------------------------------------------------------------------------------------------
+
+
+def _learning_rates(monkeypatch, data, **kwargs):
+    """The learning rate of every optimiser step of one training run."""
+    seen = []
+    original = torch.optim.Adam.step
+
+    def step(self, *args, **kw):
+        seen.append(self.param_groups[0]["lr"])
+        return original(self, *args, **kw)
+
+    monkeypatch.setattr(torch.optim.Adam, "step", step)
+    history = train_seq2seq(_make("rnn"), data, **kwargs)
+    return seen, history
+
+
+def test_train_seq2seq_warmup_rises_linearly_then_follows_the_half_cosine(monkeypatch, data):
+    lrs, history = _learning_rates(monkeypatch, data, epochs=2, batch_size=8, lr=1e-2, warmup=4)  # 16 steps
+    assert len(lrs) == len(history.step_loss) == 16
+    rise = [1e-2 * (1 / 4 + (1 - 1 / 4) * k / 4) for k in range(4)]  # from lr / warmup, by equal steps
+    assert_close(torch.tensor(lrs[:4], dtype=torch.float64), torch.tensor(rise, dtype=torch.float64))
+    cosine = [1e-2 * (1 + math.cos(math.pi * k / 12)) / 2 for k in range(12)]  # from the peak, over the 12 others
+    assert_close(torch.tensor(lrs[4:], dtype=torch.float64), torch.tensor(cosine, dtype=torch.float64))
+    assert max(lrs) == pytest.approx(1e-2)
+
+
+def test_train_seq2seq_without_warmup_starts_at_the_peak(monkeypatch, data):
+    lrs, history = _learning_rates(monkeypatch, data, epochs=1, batch_size=8, lr=1e-2)
+    assert lrs[0] == pytest.approx(1e-2) and lrs[-1] < lrs[0]
+    assert len(history.step_loss) == 8
+    assert history.train_loss[0] == pytest.approx(sum(history.step_loss) / 8)  # equal batches: the plain mean
+
+
+@pytest.mark.parametrize(
+    "warmup, error, match",
+    [
+        (-1, ValueError, r"warmup must be an integer >= 0, got -1"),
+        (1.5, TypeError, r"warmup must be an integer >= 0, got 1.5"),
+        (True, TypeError, r"warmup must be an integer >= 0, got True"),
+        (8, ValueError, r"warmup must be fewer than the 8 training steps, got 8"),
+    ],
+    ids=["negative", "float", "bool", "all-steps"],
+)
+def test_train_seq2seq_warmup_errors(warmup, error, match, data):
+    with pytest.raises(error, match=match):
+        train_seq2seq(_make("rnn"), data, epochs=1, batch_size=8, warmup=warmup)

@@ -566,3 +566,85 @@ def test_plot_transformer_attention_rejects_other_weights():
         plot_transformer_attention(weights["cross"], batch, tokens)
     with pytest.raises(ValueError, match=r"weights must be the dict"):
         plot_transformer_attention({"encoder": weights["encoder"]}, batch, tokens, kind="cross")
+
+
+# ----------------------------------------------------------------------------------------------
+# norm_first: pre-norm blocks x + f(LN(x)) and the final LayerNorm of a pre-norm model
+# ----------------------------------------------------------------------------------------------
+
+
+def _zero_outputs(*layers):
+    with torch.no_grad():
+        for layer in layers:
+            layer.weight.zero_()
+            if layer.bias is not None:
+                layer.bias.zero_()
+
+
+def test_pre_norm_encoder_block_by_hand():
+    torch.manual_seed(0)
+    block = EncoderBlock(8, 2, 16, norm_first=True).eval()
+    x, src_len = torch.randn(3, 5, 8), torch.tensor([5, 2, 1])
+    with torch.no_grad():
+        h = block.addnorm1.norm(x)
+        y = x + block.attention(h, h, h, src_len)
+        want = y + block.ffn(block.addnorm2.norm(y))
+        assert_close(block(x, src_len), want)
+
+
+def test_pre_norm_decoder_block_by_hand():
+    torch.manual_seed(0)
+    block = DecoderBlock(8, 2, 16, norm_first=True).eval()
+    x, memory, src_len = torch.randn(2, 4, 8), torch.randn(2, 5, 8), torch.tensor([5, 3])
+    with torch.no_grad():
+        h = block.addnorm1.norm(x)
+        y = x + block.self_attention(h, h, h, mask=causal_mask(4))
+        h = block.addnorm2.norm(y)
+        z = y + block.cross_attention(h, memory, memory, src_len)
+        assert_close(block(x, memory, src_len), z + block.ffn(block.addnorm3.norm(z)))
+
+
+def test_pre_norm_block_with_silent_sublayers_is_the_identity_and_post_norm_is_not():
+    x, src_len = torch.randn(2, 4, 8) * 3 + 1, torch.tensor([4, 2])
+    for norm_first in (True, False):
+        torch.manual_seed(0)
+        block = EncoderBlock(8, 2, 16, norm_first=norm_first).eval()
+        _zero_outputs(block.attention.W_o, block.ffn.dense2)
+        with torch.no_grad():
+            out = block(x, src_len)
+        if norm_first:
+            assert torch.equal(out, x)
+        else:
+            assert_close(out, nn.functional.layer_norm(x, (8,)))
+
+
+def test_post_norm_is_the_default_and_unchanged():
+    torch.manual_seed(0)
+    block = EncoderBlock(8, 2, 16).eval()
+    x, src_len = torch.randn(2, 4, 8), torch.tensor([4, 2])
+    with torch.no_grad():
+        y = block.addnorm1(x, block.attention(x, x, x, src_len))
+        assert_close(block(x, src_len), block.addnorm2(y, block.ffn(y)))
+    assert block.norm_first is False
+
+
+def test_pre_norm_model_adds_two_final_layer_norms():
+    post, pre = _model(), _model(norm_first=True)
+    count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
+    assert count(pre) - count(post) == 2 * 2 * 16  # two LayerNorms of D = 16, gain and bias each
+    assert isinstance(pre.encoder_norm, nn.LayerNorm) and isinstance(pre.decoder_norm, nn.LayerNorm)
+    assert isinstance(post.encoder_norm, nn.Identity) and isinstance(post.decoder_norm, nn.Identity)
+    batch = _batch()
+    with torch.no_grad():
+        memory = pre.encode(batch.src, batch.src_len)
+    assert_close(memory.mean(-1), torch.zeros(memory.shape[:2]), atol=1e-5, rtol=0)  # normalised per position
+    tokens, weights = pre.greedy(batch.src, batch.src_len, max_len=6)
+    assert tokens.shape == (3, 6) and weights["cross"].shape[:3] == (3, 2, 2)
+
+
+@pytest.mark.parametrize("cls", [EncoderBlock, DecoderBlock, TransformerSeq2Seq])
+@pytest.mark.parametrize("value", [1, None, "yes"], ids=["int", "none", "str"])
+def test_norm_first_must_be_a_bool(cls, value):
+    args = (8, 2, 16) if cls is not TransformerSeq2Seq else ()
+    with pytest.raises(TypeError, match=r"norm_first must be True or False, got"):
+        cls(*args, norm_first=value)

@@ -26,7 +26,7 @@ from .nb06 import (
     check_split_merge,
     check_split_shape,
 )
-from .nb07 import check_alignment_position, check_context, check_memory_size
+from .nb07 import check_alignment_position, check_bahdanau_step, check_context, check_memory_size
 from .nb08 import check_causal_row, check_ffn_parameters, check_layer_norm
 from .nb10 import check_causal_tiles, check_online_step, check_tiled_bytes
 
@@ -61,6 +61,7 @@ __all__ = [
     "check_alignment_position",
     "check_context",
     "check_memory_size",
+    "check_bahdanau_step",
     "check_layer_norm",
     "check_ffn_parameters",
     "check_causal_row",

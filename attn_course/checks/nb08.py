@@ -40,7 +40,7 @@ def check_ffn_parameters(answer) -> Feedback:
 
 
 def check_causal_row(answer) -> Feedback:
-    """Row 3 of the decoder's self-attention mask for 6 target positions (True = may attend)."""
+    """The row of the query at position 3 (from 0) of the causal mask for 6 positions, True = may attend."""
     problem = _tensor_problem(answer, (6,), "a bool tensor of 6 entries")
     if problem is not None:
         return problem
@@ -52,7 +52,10 @@ def check_causal_row(answer) -> Feedback:
     if torch.equal(answer, ~want):
         return _hint("polarity: True means may attend.")
     if torch.equal(answer, torch.tensor([True, True, True, False, False, False])):
-        return _hint("a position may attend to itself (its own input token is known).")
+        return _hint(
+            "that row lets position 3 see 0, 1, 2 but not itself, or it is the row of position 2: rows count from 0, "
+            "and a position may attend to itself (its own input token is known)."
+        )
     if _close(answer.double(), torch.ones(6, dtype=torch.float64)):
         return _hint("that is the encoder's view; the decoder must not see later target tokens.")
-    return _hint("positions are numbered from 0; position 3 may see positions up to and including 3.")
+    return _hint("positions are numbered from 0; position 3 may see positions 0 to 3, itself included.")
