@@ -6,17 +6,27 @@ import numpy as np
 import pytest
 import torch
 
-from attn_course import PositionWiseFFN, RNNSeq2Seq, causal_mask, checks, lagrange_basis, nadaraya_watson
+from attn_course import (
+    AdditiveAttention,
+    PositionWiseFFN,
+    RNNSeq2Seq,
+    additive_scores,
+    causal_mask,
+    checks,
+    dot_product_scores,
+    lagrange_basis,
+    nadaraya_watson,
+)
 from attn_course.checks import (
     Feedback,
+    check_additive_scores_fn,
     check_alignment_position,
-    check_bmm_shape,
+    check_attention_memory,
     check_causal_mask,
     check_causal_row,
     check_context,
     check_convex_bound,
-    check_distance_scores,
-    check_dot_variance,
+    check_dot_scores_fn,
     check_epanechnikov,
     check_ffn_parameters,
     check_lagrange_weight,
@@ -31,10 +41,12 @@ from attn_course.checks import (
     check_padding_causal_mask,
     check_padding_mask,
     check_parameter_count,
+    check_parameter_growth,
     check_pooling_limit,
     check_rotation,
     check_scaled_scores,
     check_split_shape,
+    check_variance_scale,
 )
 from attn_course.checks.nb04 import NEW_TOKEN
 from attn_course.data import lagrange_points, three_token_example
@@ -73,9 +85,11 @@ def test_every_check_function_is_covered_here():
         "check_nearest_neighbour_limit",
         "check_convex_bound",
         "check_scaled_scores",
-        "check_dot_variance",
-        "check_distance_scores",
-        "check_bmm_shape",
+        "check_attention_memory",
+        "check_dot_scores_fn",
+        "check_additive_scores_fn",
+        "check_parameter_growth",
+        "check_variance_scale",
         "check_new_token_key",
         "check_new_token_scores",
         "check_new_token_output",
@@ -479,178 +493,219 @@ def test_check_scaled_scores_hints(answer, words):
 
 
 # ----------------------------------------------------------------------------------------------
-# check_dot_variance: Var(q . k) = 64 for D = 64 independent products of variance 1
+# check_attention_memory: B = 8, Q = K = 1024, U = 128, float32 -> 32 MiB of scores, 4096 MiB hidden
 # ----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [64, 64.0, torch.tensor(64.0), torch.tensor(64), np.float64(64.0), np.int64(64), sum([1.0] * 64)],
-    ids=["int", "float", "tensor", "int-tensor", "numpy-float", "numpy-int", "sum-of-ones"],
-)
-def test_check_dot_variance_right_answer(answer):
-    feedback = check_dot_variance(answer)
+@pytest.mark.parametrize("answer", [(32, 4096), (32.0, 4096.0), [32, 4096], torch.tensor([32.0, 4096.0])])
+def test_check_attention_memory_right_answer(answer):
+    feedback = check_attention_memory(answer)
     assert_correct(feedback)
-    assert "64" in repr(feedback)
+    assert "4096 MiB" in repr(feedback)
 
 
 @pytest.mark.parametrize(
     "answer, words",
     [
         (None, ["replace None"]),
-        ("sixty-four", ["one number", "str"]),
-        ([64.0], ["one number", "list"]),
-        (torch.tensor([64.0, 64.0]), ["one number", "Tensor"]),
-        (8, ["standard deviation", "variance"]),
-        (torch.tensor(8.0), ["standard deviation"]),
-        (1.0, ["after dividing by sqrt(D)"]),
-        (32.0, ["how do variances of independent terms combine"]),
-        (64.0**2, ["how do variances of independent terms combine"]),
-        (0, ["how do variances of independent terms combine"]),
+        (32, ["two numbers"]),
+        ((8, 1024), ["4 bytes"]),
+        ((33.554432, 4294.967296), ["2**20"]),
+        ((4, 512), ["B = 8"]),
+        ((32, 32), ["U = 128"]),
+        ((32, 1024), ["(8, 1024, 1024, 128)"]),
+        ((1, 2), ["bytes = B * Q * K"]),
     ],
-    ids=["none", "str", "list", "tensor-2", "sqrt", "sqrt-tensor", "after-scaling", "half", "squared", "zero"],
+    ids=["none", "one-number", "numbers-not-bytes", "decimal-mb", "one-sequence", "no-u", "scores-only", "wrong"],
 )
-def test_check_dot_variance_hints(answer, words):
-    assert_hint(check_dot_variance(answer), *words)
+def test_check_attention_memory_hints(answer, words):
+    assert_hint(check_attention_memory(answer), *words)
 
 
 # ----------------------------------------------------------------------------------------------
-# check_distance_scores: scores whose softmax is softmax(-|q - k|^2 / 2), queries (2, 3, 4), keys (2, 5, 4)
+# check_dot_scores_fn (build it): hidden random cases, reference queries @ keys^T / sqrt(D)
 # ----------------------------------------------------------------------------------------------
 
 
-def _distance_scores_bmm(queries, keys):
-    # -|q - k|^2 / 2 = q . k - |k|^2 / 2 - |q|^2 / 2, and the last term is the same for every key
-    dots = torch.bmm(queries, keys.transpose(1, 2))  # (B, Q, D) x (B, D, K) -> (B, Q, K)
-    return dots - (keys**2).sum(-1).unsqueeze(1) / 2  # (B, Q, K) - (B, 1, K)
-
-
-def _distance_scores_full(queries, keys):
-    diff = queries.unsqueeze(2) - keys.unsqueeze(1)  # (B, Q, 1, D) - (B, 1, K, D) -> (B, Q, K, D)
-    return -(diff**2).sum(-1) / 2  # (B, Q, K)
-
-
-def _distance_scores_float32(queries, keys):
-    return _distance_scores_bmm(queries.float(), keys.float())
-
-
-def _distance_scores_in_place(queries, keys):
-    dots = torch.bmm(queries, keys.transpose(1, 2))  # (B, Q, K)
-    keys.pow_(2)  # squares the keys it was given: the check must compare against its own copy
-    return dots - keys.sum(-1).unsqueeze(1) / 2
-
-
-def _plain_dots(queries, keys):
-    return torch.bmm(queries, keys.transpose(1, 2))  # (B, Q, K)
-
-
-def _query_norm_instead(queries, keys):
-    return _plain_dots(queries, keys) - (queries**2).sum(-1).unsqueeze(2) / 2  # (B, Q, K) - (B, Q, 1)
-
-
-def _bmm_without_transpose(queries, keys):
-    return torch.bmm(queries, keys)  # (B, Q, D) x (B, K, D): the sizes do not fit
-
-
-def _raises(*args):
-    raise ZeroDivisionError("oops")
+def _dot_right(queries, keys):
+    return torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(queries.shape[-1])
 
 
 @pytest.mark.parametrize(
     "fn",
-    [_distance_scores_bmm, _distance_scores_full, _distance_scores_float32, _distance_scores_in_place],
-    ids=["bmm", "full-distance", "float32", "in-place"],
+    [_dot_right, lambda q, k: torch.einsum("bqd,bkd->bqk", q, k) / q.shape[-1] ** 0.5, dot_product_scores],
+    ids=["bmm", "einsum", "attn-course"],
 )
-def test_check_distance_scores_right_answer(fn):
-    feedback = check_distance_scores(fn)
+def test_check_dot_scores_fn_right_answer(fn):
+    feedback = check_dot_scores_fn(fn)
     assert_correct(feedback)
-    assert "|k|^2 / 2" in repr(feedback)
+    assert "hidden" in repr(feedback)
+
+
+def _in_place(q, k):
+    q.mul_(1.0)  # a no-op numerically, but it still writes
+    q.add_(1.0)
+    return _dot_right(q - 1.0, k)
 
 
 @pytest.mark.parametrize(
     "fn, words",
     [
-        (None, ["replace None", "function of (queries, keys)"]),
-        (torch.zeros(2, 3, 5), ["expected a function of (queries, keys)", "Tensor"]),
-        (_raises, ["raised ZeroDivisionError", "oops"]),
-        (_bmm_without_transpose, ["raised RuntimeError", "queries (2, 3, 4) and keys (2, 5, 4)"]),
-        (lambda q, k: _distance_scores_bmm(q, k).tolist(), ["torch.Tensor", "list"]),
-        (lambda q, k: (_distance_scores_bmm(q, k), None), ["torch.Tensor", "tuple"]),
-        (lambda q, k: _distance_scores_bmm(q, k)[0], ["expected shape (2, 3, 5)", "got (3, 5)"]),
-        (lambda q, k: _distance_scores_bmm(q, k).transpose(1, 2), ["expected shape (2, 3, 5)", "got (2, 5, 3)"]),
-        (_plain_dots, ["plain dot-product attention", "squared key norms"]),
-        (_query_norm_instead, ["plain dot-product attention"]),  # the query's norm cancels in the softmax
-        (lambda q, k: 2 * _distance_scores_full(q, k), ["expand -|q - k|^2 / 2", "from key to key"]),
-        (lambda q, k: -_distance_scores_full(q, k), ["expand -|q - k|^2 / 2"]),
-        (lambda q, k: _plain_dots(q, k) / 2, ["expand -|q - k|^2 / 2"]),  # scaled dot product, D = 4
+        (None, ["replace None"]),
+        ("q @ k.T", ["expected a function"]),
+        (lambda q, k: torch.bmm(q, k.transpose(1, 2)), ["missing the 1/sqrt(D) scale"]),
+        (lambda q, k: torch.bmm(k, q.transpose(1, 2)) / math.sqrt(q.shape[-1]), ["transposed", "(2, 3, 5)"]),
+        (lambda q, k: torch.bmm(q, k.transpose(1, 2)) / q.shape[-1], ["divided by D"]),
+        (lambda q, k: torch.bmm(q, k.transpose(1, 2)) / math.sqrt(k.shape[1]), ["wrong scale", "last axis"]),
+        (lambda q, k: torch.softmax(_dot_right(q, k), dim=-1), ["weights", "softmax"]),
+        (lambda q, k: torch.mm(q, k), ["raised"]),
+        (lambda q, k: _dot_right(q, k)[0], ["expected shape"]),
+        (lambda q, k: _dot_right(q, k).tolist(), ["torch.Tensor"]),
+        (lambda q, k: _dot_right(q, k).round(), ["one entry by hand"]),
+        (_in_place, ["modified its input"]),
     ],
     ids=[
         "none",
         "not-callable",
-        "raises",
-        "bmm-shapes",
-        "list",
-        "tuple",
-        "no-batch",
+        "unscaled",
         "transposed",
-        "plain-dots",
-        "query-norm",
-        "missing-half",
-        "sign",
-        "scaled-dots",
+        "by-d",
+        "by-k",
+        "softmax",
+        "raises",
+        "shape",
+        "list",
+        "rounded",
+        "in-place",
     ],
 )
-def test_check_distance_scores_hints(fn, words):
-    assert_hint(check_distance_scores(fn), *words)
+def test_check_dot_scores_fn_hints(fn, words):
+    assert_hint(check_dot_scores_fn(fn), *words)
+
+
+def test_check_dot_scores_fn_cases_are_hidden_and_not_square():
+    """A function right only for square score matrices, or only for one D, does not pass."""
+    assert_hint(check_dot_scores_fn(lambda q, k: _dot_right(q, k) if q.shape[-1] == 4 else _dot_right(q, k) * 2))
+    seen = []
+    check_dot_scores_fn(lambda q, k: seen.append((tuple(q.shape), tuple(k.shape))) or _dot_right(q, k))
+    assert len(seen) == 3 and all(q[1] != k[1] for q, k in seen)
 
 
 # ----------------------------------------------------------------------------------------------
-# check_bmm_shape: torch.bmm of (2, 3, 4) and (2, 4, 6)
+# check_additive_scores_fn (build it): hidden random cases, reference a torch.nn MLP on [q; k]
 # ----------------------------------------------------------------------------------------------
+
+
+def _additive_right(q, k, w_q, w_k, w_v):
+    return torch.tanh((q @ w_q.T).unsqueeze(2) + (k @ w_k.T).unsqueeze(1)) @ w_v  # (B, Q, K)
+
+
+def _additive_linear(q, k, w_q, w_k):
+    return (q @ w_q.T).unsqueeze(2) + (k @ w_k.T).unsqueeze(1)  # (B, Q, K, U)
+
+
+@pytest.mark.parametrize("fn", [_additive_right, additive_scores], ids=["broadcast", "attn-course"])
+def test_check_additive_scores_fn_right_answer(fn):
+    feedback = check_additive_scores_fn(fn)
+    assert_correct(feedback)
+    assert "torch.nn" in repr(feedback)
 
 
 @pytest.mark.parametrize(
-    "answer",
+    "fn, words",
     [
-        (2, 3, 6),
-        [2, 3, 6],
-        torch.Size([2, 3, 6]),
-        torch.bmm(torch.zeros(2, 3, 4), torch.zeros(2, 4, 6)).shape,
-        np.array([2, 3, 6]),
-        torch.tensor([2, 3, 6]),
+        (None, ["replace None"]),
+        (3, ["expected a function"]),
+        (lambda q, k, wq, wk, wv: _additive_linear(q, k, wq, wk) @ wv, ["missing the tanh"]),
+        (lambda q, k, wq, wk, wv: torch.tanh(_additive_linear(q, k, wq, wk) @ wv), ["before w_v"]),
+        (lambda q, k, wq, wk, wv: torch.tanh(_additive_linear(q, k, wq, wk)).sum(-1), ["summed"]),
+        (lambda q, k, wq, wk, wv: _additive_right(q, k, wq, wk, wv).transpose(1, 2), ["transposed", "(2, 3, 5)"]),
+        (lambda q, k, wq, wk, wv: torch.tanh(_additive_linear(q, k, wq, wk)), ["hidden layer", "w_v"]),
+        (lambda q, k, wq, wk, wv: torch.softmax(_additive_right(q, k, wq, wk, wv), -1), ["softmax"]),
+        (lambda q, k, wq, wk, wv: torch.tanh((q @ wq).unsqueeze(2) + (k @ wk.T).unsqueeze(1)) @ wv, ["w_q.T"]),
+        (lambda q, k, wq, wk, wv: _additive_right(q, k, wq, wk, wv) + 1, ["by hand"]),
+        (lambda q, k, wq, wk, wv: _additive_right(q, k, wq, wk, wv)[:, 0], ["expected shape"]),
+        (lambda q, k, wq, wk, wv: _additive_right(q, k, wq, wk, wv.mul_(2)) / 2, ["modified its input"]),
     ],
-    ids=["tuple", "list", "size", "bmm", "numpy", "tensor"],
+    ids=[
+        "none",
+        "not-callable",
+        "no-tanh",
+        "tanh-after",
+        "sum",
+        "transposed",
+        "hidden",
+        "softmax",
+        "w-not-t",
+        "offset",
+        "shape",
+        "in-place",
+    ],
 )
-def test_check_bmm_shape_right_answer(answer):
-    feedback = check_bmm_shape(answer)
-    assert_correct(feedback)
-    assert "(3, 6)" in repr(feedback)
+def test_check_additive_scores_fn_hints(fn, words):
+    assert_hint(check_additive_scores_fn(fn), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_parameter_growth: D = 512, U = 64: additive U (2D + 1) = 65,600, bilinear D^2 = 262,144
+# ----------------------------------------------------------------------------------------------
+
+
+def test_check_parameter_growth_right_answer():
+    layer = AdditiveAttention(key_size=512, query_size=512, num_hiddens=64)
+    counted = sum(p.numel() for p in layer.parameters())
+    assert_correct(check_parameter_growth((counted, 512 * 512)))
+    assert_correct(check_parameter_growth([65600.0, 262144]))
 
 
 @pytest.mark.parametrize(
     "answer, words",
     [
         (None, ["replace None"]),
-        ((3, 6), ["keeps the batch axis in front"]),
-        ((2, 4, 4), ["shared size 4 disappears"]),
-        ((2, 3, 4, 6), ["shared size 4 disappears"]),
-        (6, ["expected a shape", "int"]),
-        ("2 x 3 x 6", ["expected a shape", "str"]),
-        (torch.tensor(6), ["expected a shape", "Tensor"]),
-        ((2, 6, 3), ["for each of the 2 batch elements", "(3, 4) matrix by a (4, 6)"]),
-        ((6, 3, 2), ["for each of the 2 batch elements"]),
-        ((2, 3), ["for each of the 2 batch elements"]),
+        ("65600", ["two numbers"]),
+        ((65536, 262144), ["w_v"]),
+        ((512 * 1025, 262144), ["U stays at 64"]),
+        ((65600 + 65, 262144), ["no biases"]),
+        ((100, 262144), ["W_q (U x D)"]),
+        ((65600, 1024), ["D x D"]),
     ],
-    ids=["none", "no-batch", "shared-size", "all-sizes", "int", "str", "0-d-tensor", "swapped", "reversed", "short"],
+    ids=["none", "str", "no-w-v", "u-equals-d", "biases", "wrong-additive", "wrong-bilinear"],
 )
-def test_check_bmm_shape_hints(answer, words):
-    assert_hint(check_bmm_shape(answer), *words)
+def test_check_parameter_growth_hints(answer, words):
+    assert_hint(check_parameter_growth(answer), *words)
 
 
-@pytest.mark.parametrize("answer", [(2.9, 3.1, 6.7), (2.5, 3, 6), "236"], ids=["fractions", "one-fraction", "str"])
-def test_check_bmm_shape_does_not_round_a_wrong_answer_to_the_right_one(answer):
-    """int() truncates 2.9 to 2 and reads "236" digit by digit: these are not the shape (2, 3, 6)."""
-    assert_hint(check_bmm_shape(answer))
+# ----------------------------------------------------------------------------------------------
+# check_variance_scale: D = 64, sigma^2 = 4 -> Var(q . k) = 1024, scale 32
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("answer", [32, 32.0, torch.tensor(32.0), math.sqrt(64 * 4 * 4)])
+def test_check_variance_scale_right_answer(answer):
+    assert_correct(check_variance_scale(answer))
+
+
+def test_check_variance_scale_matches_a_measurement():
+    gen = torch.Generator().manual_seed(0)
+    q = torch.randn(20_000, 64, generator=gen, dtype=torch.float64) * 2  # variance 4
+    k = torch.randn(20_000, 64, generator=gen, dtype=torch.float64) * 2
+    assert ((q * k).sum(-1) / 32).var().item() == pytest.approx(1.0, rel=0.05)
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None"]),
+        ("x", ["one number"]),
+        (16, ["sigma^4"]),
+        (8, ["unit-variance"]),
+        (1024, ["square root"]),
+        (5, ["E[q_i^2] E[k_i^2]"]),
+    ],
+    ids=["none", "str", "sigma-sqrt-d", "sqrt-d", "variance", "wrong"],
+)
+def test_check_variance_scale_hints(answer, words):
+    assert_hint(check_variance_scale(answer), *words)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -9,7 +9,14 @@ One module per notebook: ``nb01``, ``nb02``, ...
 from ._feedback import Feedback
 from .nb01 import check_epanechnikov, check_leave_one_out_mask, check_nw_weights, check_pooling_limit
 from .nb02 import check_convex_bound, check_lagrange_weight, check_nearest_neighbour_limit
-from .nb03 import check_bmm_shape, check_distance_scores, check_dot_variance, check_scaled_scores
+from .nb03 import (
+    check_additive_scores_fn,
+    check_attention_memory,
+    check_dot_scores_fn,
+    check_parameter_growth,
+    check_scaled_scores,
+    check_variance_scale,
+)
 from .nb04 import check_new_token_key, check_new_token_output, check_new_token_scores
 from .nb05 import check_causal_mask, check_padding_causal_mask, check_padding_mask
 from .nb06 import check_parameter_count, check_rotation, check_split_shape
@@ -26,9 +33,11 @@ __all__ = [
     "check_nearest_neighbour_limit",
     "check_convex_bound",
     "check_scaled_scores",
-    "check_dot_variance",
-    "check_distance_scores",
-    "check_bmm_shape",
+    "check_attention_memory",
+    "check_dot_scores_fn",
+    "check_additive_scores_fn",
+    "check_parameter_growth",
+    "check_variance_scale",
     "check_new_token_key",
     "check_new_token_scores",
     "check_new_token_output",
