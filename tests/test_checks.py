@@ -43,8 +43,10 @@ from attn_course.checks import (
     check_parameter_count,
     check_parameter_growth,
     check_pooling_limit,
+    check_reversed_outputs,
     check_rotation,
     check_scaled_scores,
+    check_self_attending_key,
     check_split_shape,
     check_variance_scale,
 )
@@ -93,6 +95,8 @@ def test_every_check_function_is_covered_here():
         "check_new_token_key",
         "check_new_token_scores",
         "check_new_token_output",
+        "check_reversed_outputs",
+        "check_self_attending_key",
         "check_padding_mask",
         "check_causal_mask",
         "check_padding_causal_mask",
@@ -709,7 +713,7 @@ def test_check_variance_scale_hints(answer, words):
 
 
 # ----------------------------------------------------------------------------------------------
-# Notebook 04, the worked self-attention example: inputs x1 = [1, 0, 1, 0], x2 = [0, 2, 0, 2], x3 = [1, 1, 1, 1]
+# Notebook 04, the worked self-attention example: inputs x0 = [1, 0, 1, 0], x1 = [0, 2, 0, 2], x2 = [1, 1, 1, 1]
 # ----------------------------------------------------------------------------------------------
 
 W_Q = [[1, 0, 1], [1, 0, 0], [0, 0, 1], [0, 1, 1]]
@@ -742,7 +746,7 @@ def test_worked_example_by_hand_is_the_data_module_example():
     assert TOKEN2_SCORES == [4, 16, 12] and TOKEN3_SCORES == [4, 12, 10]
 
 
-X4 = [2, 0, 1, 1]  # the new token of the exercises
+X4 = [2, 0, 1, 1]  # the new token of the exercises, x3 (tokens counted from 0)
 Q4 = _row_times(X4, W_Q)  # [2, 1, 4]
 K4 = _row_times(X4, W_K)  # [1, 2, 2]
 SCORES4 = [sum(a * b for a, b in zip(Q4, k, strict=True)) for k in K_ROWS]  # q4 . k_j = [5, 12, 11]
@@ -773,9 +777,10 @@ def test_check_new_token_key_right_answer(answer):
         (torch.zeros(1, 3), ["shape (3,)", "(1, 3)"]),
         (torch.tensor(Q4, dtype=torch.float64), ["wrong matrix", "W_K"]),
         (torch.tensor(_row_times(X4, W_V), dtype=torch.float64), ["wrong matrix", "W_K"]),
+        (torch.tensor(_row_times(X4[::-1], W_K), dtype=torch.float64), ["reverse order"]),
         (torch.tensor([9.0, 9.0, 9.0]), ["[2, 0, 1, 1]", "W_K"]),
     ],
-    ids=["none", "list", "shape", "query", "value", "other"],
+    ids=["none", "list", "shape", "query", "value", "reversed", "other"],
 )
 def test_check_new_token_key_hints(answer, words):
     assert_hint(check_new_token_key(answer), *words)
@@ -800,7 +805,7 @@ def test_check_new_token_scores_right_answer(answer):
         (torch.tensor([s / math.sqrt(3) for s in SCORES4]), ["scaled", "unscaled"]),
         (_softmax(SCORES4), ["weights", "before the softmax"]),
         (torch.tensor([sum(a * b for a, b in zip(q, K4, strict=True)) for q in Q_ROWS]), ["swapped", "query"]),
-        (torch.tensor([1.0, 2.0, 3.0]), ["q4 . k_j", "W_Q"]),
+        (torch.tensor([1.0, 2.0, 3.0]), ["q3 . k_j", "W_Q"]),
     ],
     ids=["none", "shape", "scaled", "softmax", "swapped", "other"],
 )
@@ -836,6 +841,100 @@ def test_check_new_token_output_right_answer(answer):
 )
 def test_check_new_token_output_hints(answer, words):
     assert_hint(check_new_token_output(answer), *words)
+
+
+# check_reversed_outputs: the worked example with X.flip(0), unscaled
+
+
+def _outputs_by_hand(tokens, w_key=W_K):
+    """Unscaled self-attention of ``tokens`` (lists), by plain loops."""
+    q = [_row_times(x, W_Q) for x in tokens]
+    k = [_row_times(x, w_key) for x in tokens]
+    v = [_row_times(x, W_V) for x in tokens]
+    rows = []
+    for qi in q:
+        w = _softmax([sum(a * b for a, b in zip(qi, kj, strict=True)) for kj in k]).tolist()
+        rows.append([sum(wj * vj[c] for wj, vj in zip(w, v, strict=True)) for c in range(3)])
+    return rows
+
+
+REVERSED = _outputs_by_hand(X_TOKENS[::-1])
+
+
+def test_reversed_outputs_by_hand_are_the_outputs_in_reverse_order():
+    assert torch.allclose(torch.tensor(REVERSED), torch.tensor(_outputs_by_hand(X_TOKENS)[::-1]))
+
+
+@pytest.mark.parametrize(
+    "answer", [torch.tensor(REVERSED, dtype=torch.float64), torch.tensor(REVERSED)], ids=["float64", "float32"]
+)
+def test_check_reversed_outputs_right_answer(answer):
+    feedback = check_reversed_outputs(answer)
+    assert_correct(feedback)
+    assert "order" in repr(feedback)
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None"]),
+        (torch.zeros(3), ["shape (3, 3)"]),
+        (torch.tensor(_outputs_by_hand(X_TOKENS)), ["row i", "x2 is now in row 0"]),
+        (torch.tensor(REVERSED).flip(1), ["not the columns"]),
+        (torch.zeros(3, 3), ["X.flip(0)"]),
+    ],
+    ids=["none", "shape", "unchanged", "columns", "other"],
+)
+def test_check_reversed_outputs_hints(answer, words):
+    assert_hint(check_reversed_outputs(answer), *words)
+
+
+# check_self_attending_key: one entry of W_K changed, token 0 puts more than 0.5 on itself
+
+
+def _w_key_with(row, column, value, dtype=torch.float64):
+    w = torch.tensor(W_K, dtype=dtype)
+    w[row, column] = value
+    return w
+
+
+def test_self_attending_key_by_hand():
+    """W_K[1, 2] = -2: k1 = [4, 4, -4], k2 = k0 + k1 / 2 = [2, 3, -1]; q0 = [1, 0, 2] scores [2, -4, 0]."""
+    w = [row[:] for row in W_K]
+    w[1][2] = -2
+    weights = _softmax([2, -4, 0]).tolist()
+    assert [_row_times(x, w) for x in X_TOKENS] == [[0, 1, 1], [4, 4, -4], [2, 3, -1]]
+    assert weights[0] > 0.5 and weights[0] == max(weights)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [_w_key_with(1, 2, -2.0), _w_key_with(1, 2, -2.0, torch.float32), _w_key_with(3, 2, -5.0), _w_key_with(1, 0, -9.0)],
+    ids=["row-1", "float32", "row-3", "row-1-col-0"],
+)
+def test_check_self_attending_key_right_answer(answer):
+    feedback = check_self_attending_key(answer)
+    assert_correct(feedback)
+    assert "on itself" in repr(feedback)
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None"]),
+        (torch.zeros(3, 4), ["shape (4, 3)"]),
+        (torch.tensor(W_K), ["floating-point"]),
+        (_w_key_with(1, 2, float("nan")), ["finite"]),
+        (torch.tensor(W_K, dtype=torch.float64), ["original W_K"]),
+        (_w_key_with(1, 2, -2.0) * 2, ["exactly one entry"]),
+        (_w_key_with(0, 2, 10.0), ["row 0", "k2 = k0 + k1 / 2"]),
+        (_w_key_with(2, 0, -10.0), ["row 2", "does not use"]),
+        (_w_key_with(1, 2, -0.2), ["q0 . k1 strongly negative"]),
+    ],
+    ids=["none", "shape", "integer", "nan", "unchanged", "several", "row-0", "row-2", "too-small"],
+)
+def test_check_self_attending_key_hints(answer, words):
+    assert_hint(check_self_attending_key(answer), *words)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -284,7 +284,7 @@ def test_plot_worked_example_default_draws_every_step_of_the_worked_example(monk
     for ax, start in zip(fig.axes, PANEL_TITLES, strict=True):
         assert ax.get_title().startswith(start), (ax.get_title(), start)
     assert fig.get_suptitle().startswith("Unscaled") and "sqrt" not in fig.axes[4].get_title()
-    assert "x1" in fig.axes[6].get_title()  # the weighted values of token 1 (token=0 by default)
+    assert "x0" in fig.axes[6].get_title()  # the weighted values of token 0 (token=0 by default)
     # the default is the worked example: every panel shows the hand-computed numbers
     inputs, queries, keys, values, scores, weights, weighted, outputs = fig.axes
     assert _texts(inputs) == INPUT_TEXTS
@@ -299,11 +299,20 @@ def test_plot_worked_example_default_draws_every_step_of_the_worked_example(monk
     assert _texts(outputs)[:3] == ["1.9366", "6.6831", "1.5951"]
     # rows are tokens, columns input / projected dimensions or keys
     for ax in (inputs, queries, keys, values, scores, weights, outputs):
-        assert _ticks(ax, "y") == ["x1", "x2", "x3"]
-    assert _ticks(scores, "x") == ["x1", "x2", "x3"] and _ticks(weights, "x") == ["x1", "x2", "x3"]
-    assert _ticks(inputs, "x") == ["i1", "i2", "i3", "i4"]
-    assert _ticks(weighted, "y") == ["x1 (key)", "x2 (key)", "x3 (key)"]
+        assert _ticks(ax, "y") == ["x0", "x1", "x2"]  # tokens counted from 0, as Python indexes them
+    assert _ticks(scores, "x") == ["x0", "x1", "x2"] and _ticks(weights, "x") == ["x0", "x1", "x2"]
+    assert _ticks(inputs, "x") == ["i0", "i1", "i2", "i3"]
+    assert _ticks(weighted, "y") == ["x0 (key)", "x1 (key)", "x2 (key)"]
     assert all(_ticks(ax, "x") for ax in fig.axes)
+    # the scores and weights label their key axis (columns) and query axis (rows); the other panels have no labels
+    for ax in (scores, weights):
+        assert ax.get_xlabel() == "key" and ax.get_ylabel() == "query"
+    assert all(ax.get_xlabel() == "" for ax in (inputs, queries, keys, values, weighted, outputs))
+    # one colour scale for every panel but the weights, which go from 0 to 1
+    shared = (0.0, 16.0)  # the smallest and the largest number of all the other panels: 0 and the score 16
+    for ax in (inputs, queries, keys, values, scores, weighted, outputs):
+        assert ax.collections[0].get_clim() == shared
+    assert weights.collections[0].get_clim() == (0.0, 1.0)
 
 
 def test_plot_self_attention_steps_scaled_token_and_names(monkeypatch, call_unmodified):
@@ -325,10 +334,10 @@ def test_plot_self_attention_steps_scaled_token_and_names(monkeypatch, call_unmo
     assert _ticks(weighted, "y") == ["the (key)", "cat (key)", "sat (key)"]
 
 
-def test_plot_worked_example_token_1_input_changes_the_figure():
+def test_plot_worked_example_token_0_input_changes_the_figure():
     fig = plot_worked_example(3.0, -1.0, 0.5, 2.0, scale=True)
     inputs_panel, outputs_panel = fig.axes[0], fig.axes[7]
-    assert _texts(inputs_panel) == ["3", "-1", "0.5", "2"] + INPUT_TEXTS[4:]  # only token 1's row changes
+    assert _texts(inputs_panel) == ["3", "-1", "0.5", "2"] + INPUT_TEXTS[4:]  # only token 0's row changes
     example = three_token_example(torch.float64)
     x = example.inputs.clone()
     x[0] = torch.tensor([3.0, -1.0, 0.5, 2.0], dtype=torch.float64)
@@ -396,3 +405,17 @@ def test_multi_panel_helper_draws_on_the_axes_it_is_given(name):
     assert plt.get_fignums() == [fig.number]  # no new figure
     assert list(fig.axes) == list(axes.flat)  # and no extra axes
     assert all(ax.has_data() for ax in axes.flat)
+
+
+def test_plot_worked_example_redraw_keeps_one_shared_colour_scale_and_the_key_axis():
+    """A slider's in-place redraw gives the colour scales and labels of a figure drawn afresh."""
+    fig = plot_worked_example()
+    _, update = fig._attn_course_update
+    assert update(x11=-2.0, x12=0.0, x13=1.0, x14=0.0, scale=True)
+    fresh = plot_worked_example(-2.0, 0.0, 1.0, 0.0, scale=True)
+    for redrawn, drawn in zip(fig.axes, fresh.axes, strict=True):
+        assert redrawn.collections[0].get_clim() == drawn.collections[0].get_clim()
+        assert _texts(redrawn) == _texts(drawn) and redrawn.get_xlabel() == drawn.get_xlabel()
+    lows = {ax.collections[0].get_clim() for i, ax in enumerate(fig.axes) if i != 5}
+    assert len(lows) == 1 and fig.axes[5].collections[0].get_clim() == (0.0, 1.0)
+    assert fig.get_suptitle() == fresh.get_suptitle()

@@ -17,7 +17,13 @@ from .nb03 import (
     check_scaled_scores,
     check_variance_scale,
 )
-from .nb04 import check_new_token_key, check_new_token_output, check_new_token_scores
+from .nb04 import (
+    check_new_token_key,
+    check_new_token_output,
+    check_new_token_scores,
+    check_reversed_outputs,
+    check_self_attending_key,
+)
 from .nb05 import check_causal_mask, check_padding_causal_mask, check_padding_mask
 from .nb06 import check_parameter_count, check_rotation, check_split_shape
 from .nb07 import check_alignment_position, check_context, check_memory_size
@@ -41,6 +47,8 @@ __all__ = [
     "check_new_token_key",
     "check_new_token_scores",
     "check_new_token_output",
+    "check_reversed_outputs",
+    "check_self_attending_key",
     "check_padding_mask",
     "check_causal_mask",
     "check_padding_causal_mask",
