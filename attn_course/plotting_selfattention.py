@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from ._validate import require_int
+from ._validate import require_int, require_number
 from .data import three_token_example
 from .plotting import _draw_matrix, _updatable, _update_matrix
 from .selfattention import SelfAttentionSteps, self_attention_steps
@@ -47,6 +47,9 @@ def show_matrix(
     for name, labels, n in (("row_labels", row_labels, data.shape[0]), ("col_labels", col_labels, data.shape[1])):
         if labels is not None and len(labels) != n:
             raise ValueError(f"{name} must hold {n} labels, got {len(labels)}")
+    bounds = [None if v is None else require_number(v, name) for name, v in (("vmin", vmin), ("vmax", vmax))]
+    if None not in bounds and bounds[0] >= bounds[1]:
+        raise ValueError(f"vmin must be below vmax, got vmin = {bounds[0]} and vmax = {bounds[1]}")
     if ax is None:
         _, ax = plt.subplots(figsize=figsize, layout="constrained")
     low, high = _colour_range(data)

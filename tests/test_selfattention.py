@@ -244,8 +244,10 @@ def test_show_matrix_draws_on_the_axes_it_is_given():
         (torch.zeros(1, 2, 3), {}, r"matrix must be 2-D \(R, C\), got shape \(1, 2, 3\)"),
         (torch.zeros(2, 3), {"row_labels": ["a", "b", "c"]}, r"row_labels must hold 2 labels, got 3"),
         (torch.zeros(2, 3), {"col_labels": ["a", "b"]}, r"col_labels must hold 3 labels, got 2"),
+        (torch.zeros(2, 3), {"vmin": float("nan")}, r"vmin must be a finite number, got nan"),
+        (torch.zeros(2, 3), {"vmin": 2.0, "vmax": 1.0}, r"vmin must be below vmax, got vmin = 2\.0 and vmax = 1\.0"),
     ],
-    ids=["1-D", "3-D", "row-labels", "col-labels"],
+    ids=["1-D", "3-D", "row-labels", "col-labels", "vmin-nan", "vmin-above-vmax"],
 )
 def test_show_matrix_error_messages_open_no_figure(matrix, kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -419,3 +421,16 @@ def test_plot_worked_example_redraw_keeps_one_shared_colour_scale_and_the_key_ax
     lows = {ax.collections[0].get_clim() for i, ax in enumerate(fig.axes) if i != 5}
     assert len(lows) == 1 and fig.axes[5].collections[0].get_clim() == (0.0, 1.0)
     assert fig.get_suptitle() == fresh.get_suptitle()
+
+
+def test_show_matrix_vmax_of_a_wrong_type_is_a_type_error_that_names_it():
+    with pytest.raises(TypeError, match=r"vmax must be a finite number, got '1' \(str\)"):
+        show_matrix(torch.zeros(2, 2), vmax="1")
+    assert plt.get_fignums() == []
+
+
+def test_show_matrix_given_colour_scale_is_used():
+    (ax,) = show_matrix(torch.tensor([[1.0, 2.0]]), vmin=0, vmax=torch.tensor(10.0)).axes
+    assert ax.collections[0].get_clim() == (0.0, 10.0)
+    (ax,) = show_matrix(torch.tensor([[1.0, 2.0]]), vmax=5.0).axes
+    assert ax.collections[0].get_clim() == (1.0, 5.0)  # the other end is the matrix's own
