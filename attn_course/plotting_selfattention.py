@@ -78,7 +78,7 @@ def _step_panels(inputs, steps: SelfAttentionSteps, scale: bool, token: int, nam
         (steps.queries, "queries Q = X W_Q", dims, ".3g"),
         (steps.keys, "keys K = X W_K", dims, ".3g"),
         (steps.values, "values V = X W_V", value_dims, ".3g"),
-        (steps.scores, f"scores Q K^T{divide}", names, ".2f"),
+        (steps.scores, f"scores Q K^T{divide} (row: query)", names, ".2f"),
         (steps.weights, "weights: softmax of each row (0 to 1)", names, ".4f"),
         (steps.weighted[token], f"weighted values of {names[token]}: w_j v_j", value_dims, ".3f"),
         (steps.outputs, "outputs: sum of weighted values", value_dims, ".4f"),
@@ -113,7 +113,8 @@ def plot_self_attention_steps(
     """All steps in one figure: X, Q, K, V; scores, weights, one token's weighted values, outputs.
 
     Every panel but the weights shares one colour scale, so one colour means one number across panels; the weights
-    (0 to 1) have their own, in another colour. In the scores and weights, rows are queries and columns keys.
+    (0 to 1) have their own, in another colour. In the scores and weights, rows are queries and columns keys
+    (the axis labelled "key").
 
     Args:
         inputs, w_query, w_key, w_value, scale: as in ``self_attention_steps``.
@@ -142,12 +143,11 @@ def plot_self_attention_steps(
         show_matrix(
             matrix, ax=ax, title=title, row_labels=rows, col_labels=columns, fmt=fmt, cmap=cmap, vmin=low, vmax=high
         )
-        key_axis = title.startswith(("scores", "weights:"))  # rows are queries, columns keys
+        key_axis = title.startswith(("scores", "weights:"))  # columns are keys (rows are queries)
         ax.set_xlabel("key" if key_axis else "", fontsize=8)
-        ax.set_ylabel("query" if key_axis else "", fontsize=8)
         # fixed places spare measuring every tick label on each draw (a tenth of a draw)
         ax.xaxis.set_label_coords(0.5, -0.13 if key_axis else 0.5)
-        ax.yaxis.set_label_coords(-0.14 if key_axis else 0.5, 0.5)
+        ax.yaxis.set_label_coords(0.5, 0.5)
     fig.suptitle(_suptitle(scale), fontsize=11)
     return fig
 

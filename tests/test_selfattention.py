@@ -306,9 +306,10 @@ def test_plot_worked_example_default_draws_every_step_of_the_worked_example(monk
     assert _ticks(inputs, "x") == ["i0", "i1", "i2", "i3"]
     assert _ticks(weighted, "y") == ["x0 (key)", "x1 (key)", "x2 (key)"]
     assert all(_ticks(ax, "x") for ax in fig.axes)
-    # the scores and weights label their key axis (columns) and query axis (rows); the other panels have no labels
+    # the scores and weights label their key axis (columns); their rows are queries
     for ax in (scores, weights):
-        assert ax.get_xlabel() == "key" and ax.get_ylabel() == "query"
+        assert ax.get_xlabel() == "key"
+    assert "row: query" in scores.get_title()
     assert all(ax.get_xlabel() == "" for ax in (inputs, queries, keys, values, weighted, outputs))
     # one colour scale for every panel but the weights, which go from 0 to 1
     shared = (0.0, 16.0)  # the smallest and the largest number of all the other panels: 0 and the score 16
