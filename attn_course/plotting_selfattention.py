@@ -1,6 +1,7 @@
 """Figures of notebook 04: the matrices of the worked 3-token example, step by step.
 
 The computation is ``selfattention.self_attention_steps``; this module only draws what it returns.
+Tokens, input numbers and dimensions are counted from 0, as Python indexes them.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from ._validate import require_int
+from ._validate import require_int, require_number
 from .data import three_token_example
 from .plotting import _draw_matrix, _updatable, _update_matrix
 from .selfattention import SelfAttentionSteps, self_attention_steps
@@ -27,6 +28,8 @@ def show_matrix(
     fmt: str = ".2f",
     cmap: str = "Blues",
     figsize=(3.0, 2.4),
+    vmin: float | None = None,
+    vmax: float | None = None,
 ) -> Figure:
     """A small matrix as an annotated heatmap: every number written in its cell.
 
@@ -36,6 +39,7 @@ def show_matrix(
         title: the panel's title (say what the matrix is, e.g. ``"Q = X W_Q"``).
         row_labels, col_labels: R and C labels (tokens, dimensions).
         fmt: number format of the annotations.
+        vmin, vmax: the colour scale (to share one between panels); by default the matrix's own range.
     """
     data = matrix.detach().cpu().numpy() if isinstance(matrix, torch.Tensor) else np.asarray(matrix)
     if data.ndim != 2:
@@ -43,9 +47,14 @@ def show_matrix(
     for name, labels, n in (("row_labels", row_labels, data.shape[0]), ("col_labels", col_labels, data.shape[1])):
         if labels is not None and len(labels) != n:
             raise ValueError(f"{name} must hold {n} labels, got {len(labels)}")
+    bounds = [None if v is None else require_number(v, name) for name, v in (("vmin", vmin), ("vmax", vmax))]
+    if None not in bounds and bounds[0] >= bounds[1]:
+        raise ValueError(f"vmin must be below vmax, got vmin = {bounds[0]} and vmax = {bounds[1]}")
     if ax is None:
         _, ax = plt.subplots(figsize=figsize, layout="constrained")
-    _draw_matrix(ax, data, *_colour_range(data), cmap, True, fmt, square=False, gridlines=True)
+    low, high = _colour_range(data)
+    low, high = (low if vmin is None else vmin), (high if vmax is None else vmax)
+    _draw_matrix(ax, data, low, high, cmap, True, fmt, square=False, gridlines=True)
     ax.set_xticks(np.arange(data.shape[1]) + 0.5 if col_labels is not None else [], col_labels)
     ax.set_yticks(np.arange(data.shape[0]) + 0.5 if row_labels is not None else [], row_labels)
     ax.tick_params(length=0, labelsize=8)
@@ -61,19 +70,33 @@ def _colour_range(data: np.ndarray) -> tuple[float, float]:
 
 def _step_panels(inputs, steps: SelfAttentionSteps, scale: bool, token: int, names: list[str]) -> list[tuple]:
     """The eight panels of ``plot_self_attention_steps``: (matrix, title, column labels, number format)."""
-    dims = [f"dim {j + 1}" for j in range(steps.queries.shape[1])]
+    dims = [f"dim {j}" for j in range(steps.queries.shape[1])]
     divide = " / sqrt(D)" if scale else ""
-    value_dims = [f"dim {j + 1}" for j in range(steps.values.shape[1])]
+    value_dims = [f"dim {j}" for j in range(steps.values.shape[1])]
     return [
-        (inputs, "inputs X", [f"i{j + 1}" for j in range(inputs.shape[1])], ".3g"),
+        (inputs, "inputs X", [f"i{j}" for j in range(inputs.shape[1])], ".3g"),
         (steps.queries, "queries Q = X W_Q", dims, ".3g"),
         (steps.keys, "keys K = X W_K", dims, ".3g"),
         (steps.values, "values V = X W_V", value_dims, ".3g"),
         (steps.scores, f"scores Q K^T{divide} (row: query)", names, ".2f"),
-        (steps.weights, "weights: softmax of each row", names, ".4f"),
+        (steps.weights, "weights: softmax of each row (0 to 1)", names, ".4f"),
         (steps.weighted[token], f"weighted values of {names[token]}: w_j v_j", value_dims, ".3f"),
         (steps.outputs, "outputs: sum of weighted values", value_dims, ".4f"),
     ]
+
+
+WEIGHTS_PANEL = 5  # the weights have their own colour scale, 0 to 1; the other panels share one
+
+
+def _shared_ranges(panels: list[tuple]) -> list[tuple[float, float]]:
+    """One colour range per panel: 0 to 1 for the weights, the range of all the other panels for the rest."""
+    others = [np.asarray(_numpy(m)) for i, (m, *_) in enumerate(panels) if i != WEIGHTS_PANEL]
+    shared = _colour_range(np.array([min(float(a.min()) for a in others), max(float(a.max()) for a in others)]))
+    return [(0.0, 1.0) if i == WEIGHTS_PANEL else shared for i in range(len(panels))]
+
+
+def _numpy(matrix) -> np.ndarray:
+    return matrix.detach().cpu().numpy() if isinstance(matrix, torch.Tensor) else np.asarray(matrix)
 
 
 def plot_self_attention_steps(
@@ -89,16 +112,20 @@ def plot_self_attention_steps(
 ) -> Figure:
     """All steps in one figure: X, Q, K, V; scores, weights, one token's weighted values, outputs.
 
+    Every panel but the weights shares one colour scale, so one colour means one number across panels; the weights
+    (0 to 1) have their own, in another colour. In the scores and weights, rows are queries and columns keys
+    (the axis labelled "key").
+
     Args:
         inputs, w_query, w_key, w_value, scale: as in ``self_attention_steps``.
         token: whose weighted values to show (0-based).
-        token_names: T names for the rows (default ``x1, x2, ...``).
+        token_names: T names for the rows (default ``x0, x1, ...``).
         axes: 8 axes to draw on (two rows of four), or None for a new figure.
     """
     steps = self_attention_steps(inputs, w_query, w_key, w_value, scale)
     num_tokens = inputs.shape[0]
     require_int(token, "token", 0, num_tokens - 1)
-    names = list(token_names) if token_names is not None else [f"x{i + 1}" for i in range(num_tokens)]
+    names = list(token_names) if token_names is not None else [f"x{i}" for i in range(num_tokens)]
     if len(names) != num_tokens:
         raise ValueError(f"token_names must hold {num_tokens} names (one per token), got {len(names)}")
     if axes is None:
@@ -107,30 +134,43 @@ def plot_self_attention_steps(
     if axes.size != 8:
         raise ValueError(f"axes must hold 8 axes (two rows of four panels), got {axes.size}")
     fig = axes[0].figure
-    for ax, (matrix, title, columns, fmt) in zip(axes, _step_panels(inputs, steps, scale, token, names), strict=True):
+    panels = _step_panels(inputs, steps, scale, token, names)
+    for i, (ax, (matrix, title, columns, fmt), (low, high)) in enumerate(
+        zip(axes, panels, _shared_ranges(panels), strict=True)
+    ):
         rows = [f"{n} (key)" for n in names] if title.startswith("weighted") else names
-        show_matrix(matrix, ax=ax, title=title, row_labels=rows, col_labels=columns, fmt=fmt)
-        for axis in (ax.xaxis, ax.yaxis):  # no axis labels here: a fixed place spares measuring every tick label
-            axis.set_label_coords(0.5, 0.5)  # again on each draw to keep a label clear of them (a tenth of a draw)
-    fig.suptitle(("Scaled" if scale else "Unscaled") + " self-attention, step by step", fontsize=11)
+        cmap = "Oranges" if i == WEIGHTS_PANEL else "Blues"
+        show_matrix(
+            matrix, ax=ax, title=title, row_labels=rows, col_labels=columns, fmt=fmt, cmap=cmap, vmin=low, vmax=high
+        )
+        key_axis = title.startswith(("scores", "weights:"))  # columns are keys (rows are queries)
+        ax.set_xlabel("key" if key_axis else "", fontsize=8)
+        # fixed places spare measuring every tick label on each draw (a tenth of a draw)
+        ax.xaxis.set_label_coords(0.5, -0.13 if key_axis else 0.5)
+        ax.yaxis.set_label_coords(0.5, 0.5)
+    fig.suptitle(_suptitle(scale), fontsize=11)
     return fig
+
+
+def _suptitle(scale: bool) -> str:
+    return ("Scaled" if scale else "Unscaled") + " self-attention, step by step (one colour scale; weights: their own)"
 
 
 def _redraw_steps(fig: Figure, axes, inputs, w_query, w_key, w_value, scale: bool, token: int) -> None:
     """Redraw the panels of a ``plot_self_attention_steps`` figure in place for new inputs of the same shapes."""
     steps = self_attention_steps(inputs, w_query, w_key, w_value, scale)
-    names = [f"x{i + 1}" for i in range(inputs.shape[0])]
-    for ax, (matrix, title, _, fmt) in zip(axes, _step_panels(inputs, steps, scale, token, names), strict=True):
-        data = matrix.detach().cpu().numpy()
-        _update_matrix(ax, data, *_colour_range(data), fmt)
+    names = [f"x{i}" for i in range(inputs.shape[0])]
+    panels = _step_panels(inputs, steps, scale, token, names)
+    for ax, (matrix, title, _, fmt), (low, high) in zip(axes, panels, _shared_ranges(panels), strict=True):
+        _update_matrix(ax, _numpy(matrix), low, high, fmt)
         ax.set_title(title, fontsize=9)
-    fig.suptitle(("Scaled" if scale else "Unscaled") + " self-attention, step by step", fontsize=11)
+    fig.suptitle(_suptitle(scale), fontsize=11)
 
 
 def plot_worked_example(
     x11: float = 1.0, x12: float = 0.0, x13: float = 1.0, x14: float = 0.0, scale: bool = False, axes=None
 ) -> Figure:
-    """The worked example with token 1's input set to ``[x11, x12, x13, x14]`` (slider-friendly); ``axes`` as in
+    """The worked example with token 0's input set to ``[x11, x12, x13, x14]`` (slider-friendly); ``axes`` as in
     ``plot_self_attention_steps``."""
     example = three_token_example(torch.float64)
     inputs = example.inputs.clone()

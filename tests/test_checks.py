@@ -6,19 +6,29 @@ import numpy as np
 import pytest
 import torch
 
-from attn_course import PositionWiseFFN, RNNSeq2Seq, causal_mask, checks, lagrange_basis, nadaraya_watson
+from attn_course import (
+    AdditiveAttention,
+    PositionWiseFFN,
+    RNNSeq2Seq,
+    additive_scores,
+    causal_mask,
+    checks,
+    dot_product_scores,
+    lagrange_basis,
+    nadaraya_watson,
+)
 from attn_course.checks import (
     Feedback,
+    check_additive_scores_fn,
     check_alignment_position,
+    check_attention_memory,
     check_bahdanau_step,
-    check_bmm_shape,
     check_causal_mask,
     check_causal_row,
     check_chebyshev_nodes,
     check_context,
     check_convex_bound,
-    check_distance_scores,
-    check_dot_variance,
+    check_dot_scores_fn,
     check_epanechnikov,
     check_ffn_parameters,
     check_lagrange_weight,
@@ -33,10 +43,14 @@ from attn_course.checks import (
     check_padding_causal_mask,
     check_padding_mask,
     check_parameter_count,
+    check_parameter_growth,
     check_pooling_limit,
+    check_reversed_outputs,
     check_rotation,
     check_scaled_scores,
+    check_self_attending_key,
     check_split_shape,
+    check_variance_scale,
 )
 from attn_course.checks.nb04 import NEW_TOKEN
 from attn_course.data import lagrange_points, three_token_example
@@ -76,12 +90,16 @@ def test_every_check_function_is_covered_here():
         "check_convex_bound",
         "check_chebyshev_nodes",
         "check_scaled_scores",
-        "check_dot_variance",
-        "check_distance_scores",
-        "check_bmm_shape",
+        "check_attention_memory",
+        "check_dot_scores_fn",
+        "check_additive_scores_fn",
+        "check_parameter_growth",
+        "check_variance_scale",
         "check_new_token_key",
         "check_new_token_scores",
         "check_new_token_output",
+        "check_reversed_outputs",
+        "check_self_attending_key",
         "check_padding_mask",
         "check_causal_mask",
         "check_padding_causal_mask",
@@ -635,182 +653,223 @@ def test_check_scaled_scores_hints(answer, words):
 
 
 # ----------------------------------------------------------------------------------------------
-# check_dot_variance: Var(q . k) = 64 for D = 64 independent products of variance 1
+# check_attention_memory: B = 8, Q = K = 1024, U = 128, float32 -> 32 MiB of scores, 4096 MiB hidden
 # ----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [64, 64.0, torch.tensor(64.0), torch.tensor(64), np.float64(64.0), np.int64(64), sum([1.0] * 64)],
-    ids=["int", "float", "tensor", "int-tensor", "numpy-float", "numpy-int", "sum-of-ones"],
-)
-def test_check_dot_variance_right_answer(answer):
-    feedback = check_dot_variance(answer)
+@pytest.mark.parametrize("answer", [(32, 4096), (32.0, 4096.0), [32, 4096], torch.tensor([32.0, 4096.0])])
+def test_check_attention_memory_right_answer(answer):
+    feedback = check_attention_memory(answer)
     assert_correct(feedback)
-    assert "64" in repr(feedback)
+    assert "4096 MiB" in repr(feedback)
 
 
 @pytest.mark.parametrize(
     "answer, words",
     [
         (None, ["replace None"]),
-        ("sixty-four", ["one number", "str"]),
-        ([64.0], ["one number", "list"]),
-        (torch.tensor([64.0, 64.0]), ["one number", "Tensor"]),
-        (8, ["standard deviation", "variance"]),
-        (torch.tensor(8.0), ["standard deviation"]),
-        (1.0, ["after dividing by sqrt(D)"]),
-        (32.0, ["how do variances of independent terms combine"]),
-        (64.0**2, ["how do variances of independent terms combine"]),
-        (0, ["how do variances of independent terms combine"]),
+        (32, ["two numbers"]),
+        ((8, 1024), ["4 bytes"]),
+        ((33.554432, 4294.967296), ["2**20"]),
+        ((4, 512), ["B = 8"]),
+        ((32, 32), ["U = 128"]),
+        ((32, 1024), ["(8, 1024, 1024, 128)"]),
+        ((1, 2), ["bytes = B * Q * K"]),
     ],
-    ids=["none", "str", "list", "tensor-2", "sqrt", "sqrt-tensor", "after-scaling", "half", "squared", "zero"],
+    ids=["none", "one-number", "numbers-not-bytes", "decimal-mb", "one-sequence", "no-u", "scores-only", "wrong"],
 )
-def test_check_dot_variance_hints(answer, words):
-    assert_hint(check_dot_variance(answer), *words)
+def test_check_attention_memory_hints(answer, words):
+    assert_hint(check_attention_memory(answer), *words)
 
 
 # ----------------------------------------------------------------------------------------------
-# check_distance_scores: scores whose softmax is softmax(-|q - k|^2 / 2), queries (2, 3, 4), keys (2, 5, 4)
+# check_dot_scores_fn (build it): hidden random cases, reference queries @ keys^T / sqrt(D)
 # ----------------------------------------------------------------------------------------------
 
 
-def _distance_scores_bmm(queries, keys):
-    # -|q - k|^2 / 2 = q . k - |k|^2 / 2 - |q|^2 / 2, and the last term is the same for every key
-    dots = torch.bmm(queries, keys.transpose(1, 2))  # (B, Q, D) x (B, D, K) -> (B, Q, K)
-    return dots - (keys**2).sum(-1).unsqueeze(1) / 2  # (B, Q, K) - (B, 1, K)
-
-
-def _distance_scores_full(queries, keys):
-    diff = queries.unsqueeze(2) - keys.unsqueeze(1)  # (B, Q, 1, D) - (B, 1, K, D) -> (B, Q, K, D)
-    return -(diff**2).sum(-1) / 2  # (B, Q, K)
-
-
-def _distance_scores_float32(queries, keys):
-    return _distance_scores_bmm(queries.float(), keys.float())
-
-
-def _distance_scores_in_place(queries, keys):
-    dots = torch.bmm(queries, keys.transpose(1, 2))  # (B, Q, K)
-    keys.pow_(2)  # squares the keys it was given: the check must compare against its own copy
-    return dots - keys.sum(-1).unsqueeze(1) / 2
-
-
-def _plain_dots(queries, keys):
-    return torch.bmm(queries, keys.transpose(1, 2))  # (B, Q, K)
-
-
-def _query_norm_instead(queries, keys):
-    return _plain_dots(queries, keys) - (queries**2).sum(-1).unsqueeze(2) / 2  # (B, Q, K) - (B, Q, 1)
-
-
-def _bmm_without_transpose(queries, keys):
-    return torch.bmm(queries, keys)  # (B, Q, D) x (B, K, D): the sizes do not fit
-
-
-def _raises(*args):
-    raise ZeroDivisionError("oops")
+def _dot_right(queries, keys):
+    return torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(queries.shape[-1])
 
 
 @pytest.mark.parametrize(
     "fn",
-    [_distance_scores_bmm, _distance_scores_full, _distance_scores_float32, _distance_scores_in_place],
-    ids=["bmm", "full-distance", "float32", "in-place"],
+    [_dot_right, lambda q, k: torch.einsum("bqd,bkd->bqk", q, k) / q.shape[-1] ** 0.5, dot_product_scores],
+    ids=["bmm", "einsum", "attn-course"],
 )
-def test_check_distance_scores_right_answer(fn):
-    feedback = check_distance_scores(fn)
+def test_check_dot_scores_fn_right_answer(fn):
+    feedback = check_dot_scores_fn(fn)
     assert_correct(feedback)
-    assert "|k|^2 / 2" in repr(feedback)
+    assert "hidden" in repr(feedback)
+
+
+def _in_place(q, k):
+    q.mul_(1.0)  # a no-op numerically, but it still writes
+    q.add_(1.0)
+    return _dot_right(q - 1.0, k)
 
 
 @pytest.mark.parametrize(
     "fn, words",
     [
-        (None, ["replace None", "function of (queries, keys)"]),
-        (torch.zeros(2, 3, 5), ["expected a function of (queries, keys)", "Tensor"]),
-        (_raises, ["raised ZeroDivisionError", "oops"]),
-        (_bmm_without_transpose, ["raised RuntimeError", "queries (2, 3, 4) and keys (2, 5, 4)"]),
-        (lambda q, k: _distance_scores_bmm(q, k).tolist(), ["torch.Tensor", "list"]),
-        (lambda q, k: (_distance_scores_bmm(q, k), None), ["torch.Tensor", "tuple"]),
-        (lambda q, k: _distance_scores_bmm(q, k)[0], ["expected shape (2, 3, 5)", "got (3, 5)"]),
-        (lambda q, k: _distance_scores_bmm(q, k).transpose(1, 2), ["expected shape (2, 3, 5)", "got (2, 5, 3)"]),
-        (_plain_dots, ["plain dot-product attention", "squared key norms"]),
-        (_query_norm_instead, ["plain dot-product attention"]),  # the query's norm cancels in the softmax
-        (lambda q, k: 2 * _distance_scores_full(q, k), ["expand -|q - k|^2 / 2", "from key to key"]),
-        (lambda q, k: -_distance_scores_full(q, k), ["expand -|q - k|^2 / 2"]),
-        (lambda q, k: _plain_dots(q, k) / 2, ["expand -|q - k|^2 / 2"]),  # scaled dot product, D = 4
+        (None, ["replace None"]),
+        ("q @ k.T", ["expected a function"]),
+        (lambda q, k: torch.bmm(q, k.transpose(1, 2)), ["missing the 1/sqrt(D) scale"]),
+        (lambda q, k: torch.bmm(k, q.transpose(1, 2)) / math.sqrt(q.shape[-1]), ["transposed", "(2, 3, 5)"]),
+        (lambda q, k: torch.bmm(q, k.transpose(1, 2)) / q.shape[-1], ["divided by D"]),
+        (lambda q, k: torch.bmm(q, k.transpose(1, 2)) / math.sqrt(k.shape[1]), ["wrong scale", "last axis"]),
+        (lambda q, k: torch.softmax(_dot_right(q, k), dim=-1), ["weights", "softmax"]),
+        (lambda q, k: torch.mm(q, k), ["raised"]),
+        (lambda q, k: _dot_right(q, k)[0], ["expected shape"]),
+        (lambda q, k: _dot_right(q, k).tolist(), ["torch.Tensor"]),
+        (lambda q, k: _dot_right(q, k).round(), ["one entry by hand"]),
+        (_in_place, ["modified its input"]),
     ],
     ids=[
         "none",
         "not-callable",
-        "raises",
-        "bmm-shapes",
-        "list",
-        "tuple",
-        "no-batch",
+        "unscaled",
         "transposed",
-        "plain-dots",
-        "query-norm",
-        "missing-half",
-        "sign",
-        "scaled-dots",
+        "by-d",
+        "by-k",
+        "softmax",
+        "raises",
+        "shape",
+        "list",
+        "rounded",
+        "in-place",
     ],
 )
-def test_check_distance_scores_hints(fn, words):
-    assert_hint(check_distance_scores(fn), *words)
+def test_check_dot_scores_fn_hints(fn, words):
+    assert_hint(check_dot_scores_fn(fn), *words)
+
+
+def test_check_dot_scores_fn_cases_are_hidden_and_not_square():
+    """A function right only for square score matrices, or only for one D, does not pass."""
+    assert_hint(check_dot_scores_fn(lambda q, k: _dot_right(q, k) if q.shape[-1] == 4 else _dot_right(q, k) * 2))
+    seen = []
+    check_dot_scores_fn(lambda q, k: seen.append((tuple(q.shape), tuple(k.shape))) or _dot_right(q, k))
+    assert len(seen) == 3 and all(q[1] != k[1] for q, k in seen)
 
 
 # ----------------------------------------------------------------------------------------------
-# check_bmm_shape: torch.bmm of (2, 3, 4) and (2, 4, 6)
+# check_additive_scores_fn (build it): hidden random cases, reference a torch.nn MLP on [q; k]
 # ----------------------------------------------------------------------------------------------
+
+
+def _additive_right(q, k, w_q, w_k, w_v):
+    return torch.tanh((q @ w_q.T).unsqueeze(2) + (k @ w_k.T).unsqueeze(1)) @ w_v  # (B, Q, K)
+
+
+def _additive_linear(q, k, w_q, w_k):
+    return (q @ w_q.T).unsqueeze(2) + (k @ w_k.T).unsqueeze(1)  # (B, Q, K, U)
+
+
+@pytest.mark.parametrize("fn", [_additive_right, additive_scores], ids=["broadcast", "attn-course"])
+def test_check_additive_scores_fn_right_answer(fn):
+    feedback = check_additive_scores_fn(fn)
+    assert_correct(feedback)
+    assert "torch.nn" in repr(feedback)
 
 
 @pytest.mark.parametrize(
-    "answer",
+    "fn, words",
     [
-        (2, 3, 6),
-        [2, 3, 6],
-        torch.Size([2, 3, 6]),
-        torch.bmm(torch.zeros(2, 3, 4), torch.zeros(2, 4, 6)).shape,
-        np.array([2, 3, 6]),
-        torch.tensor([2, 3, 6]),
+        (None, ["replace None"]),
+        (3, ["expected a function"]),
+        (lambda q, k, wq, wk, wv: _additive_linear(q, k, wq, wk) @ wv, ["missing the tanh"]),
+        (lambda q, k, wq, wk, wv: torch.tanh(_additive_linear(q, k, wq, wk) @ wv), ["before w_v"]),
+        (lambda q, k, wq, wk, wv: torch.tanh(_additive_linear(q, k, wq, wk)).sum(-1), ["summed"]),
+        (lambda q, k, wq, wk, wv: _additive_right(q, k, wq, wk, wv).transpose(1, 2), ["transposed", "(2, 3, 5)"]),
+        (lambda q, k, wq, wk, wv: torch.tanh(_additive_linear(q, k, wq, wk)), ["hidden layer", "w_v"]),
+        (lambda q, k, wq, wk, wv: torch.softmax(_additive_right(q, k, wq, wk, wv), -1), ["softmax"]),
+        (lambda q, k, wq, wk, wv: torch.tanh((q @ wq).unsqueeze(2) + (k @ wk.T).unsqueeze(1)) @ wv, ["w_q.T"]),
+        (lambda q, k, wq, wk, wv: _additive_right(q, k, wq, wk, wv) + 1, ["by hand"]),
+        (lambda q, k, wq, wk, wv: _additive_right(q, k, wq, wk, wv)[:, 0], ["expected shape"]),
+        (lambda q, k, wq, wk, wv: _additive_right(q, k, wq, wk, wv.mul_(2)) / 2, ["modified its input"]),
     ],
-    ids=["tuple", "list", "size", "bmm", "numpy", "tensor"],
+    ids=[
+        "none",
+        "not-callable",
+        "no-tanh",
+        "tanh-after",
+        "sum",
+        "transposed",
+        "hidden",
+        "softmax",
+        "w-not-t",
+        "offset",
+        "shape",
+        "in-place",
+    ],
 )
-def test_check_bmm_shape_right_answer(answer):
-    feedback = check_bmm_shape(answer)
-    assert_correct(feedback)
-    assert "(3, 6)" in repr(feedback)
+def test_check_additive_scores_fn_hints(fn, words):
+    assert_hint(check_additive_scores_fn(fn), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_parameter_growth: D = 512, U = 64: additive U (2D + 1) = 65,600, bilinear D^2 = 262,144
+# ----------------------------------------------------------------------------------------------
+
+
+def test_check_parameter_growth_right_answer():
+    layer = AdditiveAttention(key_size=512, query_size=512, num_hiddens=64)
+    counted = sum(p.numel() for p in layer.parameters())
+    assert_correct(check_parameter_growth((counted, 512 * 512)))
+    assert_correct(check_parameter_growth([65600.0, 262144]))
 
 
 @pytest.mark.parametrize(
     "answer, words",
     [
         (None, ["replace None"]),
-        ((3, 6), ["keeps the batch axis in front"]),
-        ((2, 4, 4), ["shared size 4 disappears"]),
-        ((2, 3, 4, 6), ["shared size 4 disappears"]),
-        (6, ["expected a shape", "int"]),
-        ("2 x 3 x 6", ["expected a shape", "str"]),
-        (torch.tensor(6), ["expected a shape", "Tensor"]),
-        ((2, 6, 3), ["for each of the 2 batch elements", "(3, 4) matrix by a (4, 6)"]),
-        ((6, 3, 2), ["for each of the 2 batch elements"]),
-        ((2, 3), ["for each of the 2 batch elements"]),
+        ("65600", ["two numbers"]),
+        ((65536, 262144), ["w_v"]),
+        ((512 * 1025, 262144), ["U stays at 64"]),
+        ((65600 + 65, 262144), ["no biases"]),
+        ((100, 262144), ["W_q (U x D)"]),
+        ((65600, 1024), ["D x D"]),
     ],
-    ids=["none", "no-batch", "shared-size", "all-sizes", "int", "str", "0-d-tensor", "swapped", "reversed", "short"],
+    ids=["none", "str", "no-w-v", "u-equals-d", "biases", "wrong-additive", "wrong-bilinear"],
 )
-def test_check_bmm_shape_hints(answer, words):
-    assert_hint(check_bmm_shape(answer), *words)
-
-
-@pytest.mark.parametrize("answer", [(2.9, 3.1, 6.7), (2.5, 3, 6), "236"], ids=["fractions", "one-fraction", "str"])
-def test_check_bmm_shape_does_not_round_a_wrong_answer_to_the_right_one(answer):
-    """int() truncates 2.9 to 2 and reads "236" digit by digit: these are not the shape (2, 3, 6)."""
-    assert_hint(check_bmm_shape(answer))
+def test_check_parameter_growth_hints(answer, words):
+    assert_hint(check_parameter_growth(answer), *words)
 
 
 # ----------------------------------------------------------------------------------------------
-# Notebook 04, the worked self-attention example: inputs x1 = [1, 0, 1, 0], x2 = [0, 2, 0, 2], x3 = [1, 1, 1, 1]
+# check_variance_scale: D = 64, sigma^2 = 4 -> Var(q . k) = 1024, scale 32
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("answer", [32, 32.0, torch.tensor(32.0), math.sqrt(64 * 4 * 4)])
+def test_check_variance_scale_right_answer(answer):
+    assert_correct(check_variance_scale(answer))
+
+
+def test_check_variance_scale_matches_a_measurement():
+    gen = torch.Generator().manual_seed(0)
+    q = torch.randn(20_000, 64, generator=gen, dtype=torch.float64) * 2  # variance 4
+    k = torch.randn(20_000, 64, generator=gen, dtype=torch.float64) * 2
+    assert ((q * k).sum(-1) / 32).var().item() == pytest.approx(1.0, rel=0.05)
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None"]),
+        ("x", ["one number"]),
+        (16, ["sigma^4"]),
+        (8, ["unit-variance"]),
+        (1024, ["square root"]),
+        (5, ["E[q_i^2] E[k_i^2]"]),
+    ],
+    ids=["none", "str", "sigma-sqrt-d", "sqrt-d", "variance", "wrong"],
+)
+def test_check_variance_scale_hints(answer, words):
+    assert_hint(check_variance_scale(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# Notebook 04, the worked self-attention example: inputs x0 = [1, 0, 1, 0], x1 = [0, 2, 0, 2], x2 = [1, 1, 1, 1]
 # ----------------------------------------------------------------------------------------------
 
 W_Q = [[1, 0, 1], [1, 0, 0], [0, 0, 1], [0, 1, 1]]
@@ -843,7 +902,7 @@ def test_worked_example_by_hand_is_the_data_module_example():
     assert TOKEN2_SCORES == [4, 16, 12] and TOKEN3_SCORES == [4, 12, 10]
 
 
-X4 = [2, 0, 1, 1]  # the new token of the exercises
+X4 = [2, 0, 1, 1]  # the new token of the exercises, x3 (tokens counted from 0)
 Q4 = _row_times(X4, W_Q)  # [2, 1, 4]
 K4 = _row_times(X4, W_K)  # [1, 2, 2]
 SCORES4 = [sum(a * b for a, b in zip(Q4, k, strict=True)) for k in K_ROWS]  # q4 . k_j = [5, 12, 11]
@@ -874,9 +933,10 @@ def test_check_new_token_key_right_answer(answer):
         (torch.zeros(1, 3), ["shape (3,)", "(1, 3)"]),
         (torch.tensor(Q4, dtype=torch.float64), ["wrong matrix", "W_K"]),
         (torch.tensor(_row_times(X4, W_V), dtype=torch.float64), ["wrong matrix", "W_K"]),
+        (torch.tensor(_row_times(X4[::-1], W_K), dtype=torch.float64), ["reverse order"]),
         (torch.tensor([9.0, 9.0, 9.0]), ["[2, 0, 1, 1]", "W_K"]),
     ],
-    ids=["none", "list", "shape", "query", "value", "other"],
+    ids=["none", "list", "shape", "query", "value", "reversed", "other"],
 )
 def test_check_new_token_key_hints(answer, words):
     assert_hint(check_new_token_key(answer), *words)
@@ -901,7 +961,7 @@ def test_check_new_token_scores_right_answer(answer):
         (torch.tensor([s / math.sqrt(3) for s in SCORES4]), ["scaled", "unscaled"]),
         (_softmax(SCORES4), ["weights", "before the softmax"]),
         (torch.tensor([sum(a * b for a, b in zip(q, K4, strict=True)) for q in Q_ROWS]), ["swapped", "query"]),
-        (torch.tensor([1.0, 2.0, 3.0]), ["q4 . k_j", "W_Q"]),
+        (torch.tensor([1.0, 2.0, 3.0]), ["q3 . k_j", "W_Q"]),
     ],
     ids=["none", "shape", "scaled", "softmax", "swapped", "other"],
 )
@@ -937,6 +997,100 @@ def test_check_new_token_output_right_answer(answer):
 )
 def test_check_new_token_output_hints(answer, words):
     assert_hint(check_new_token_output(answer), *words)
+
+
+# check_reversed_outputs: the worked example with X.flip(0), unscaled
+
+
+def _outputs_by_hand(tokens, w_key=W_K):
+    """Unscaled self-attention of ``tokens`` (lists), by plain loops."""
+    q = [_row_times(x, W_Q) for x in tokens]
+    k = [_row_times(x, w_key) for x in tokens]
+    v = [_row_times(x, W_V) for x in tokens]
+    rows = []
+    for qi in q:
+        w = _softmax([sum(a * b for a, b in zip(qi, kj, strict=True)) for kj in k]).tolist()
+        rows.append([sum(wj * vj[c] for wj, vj in zip(w, v, strict=True)) for c in range(3)])
+    return rows
+
+
+REVERSED = _outputs_by_hand(X_TOKENS[::-1])
+
+
+def test_reversed_outputs_by_hand_are_the_outputs_in_reverse_order():
+    assert torch.allclose(torch.tensor(REVERSED), torch.tensor(_outputs_by_hand(X_TOKENS)[::-1]))
+
+
+@pytest.mark.parametrize(
+    "answer", [torch.tensor(REVERSED, dtype=torch.float64), torch.tensor(REVERSED)], ids=["float64", "float32"]
+)
+def test_check_reversed_outputs_right_answer(answer):
+    feedback = check_reversed_outputs(answer)
+    assert_correct(feedback)
+    assert "order" in repr(feedback)
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None"]),
+        (torch.zeros(3), ["shape (3, 3)"]),
+        (torch.tensor(_outputs_by_hand(X_TOKENS)), ["row i", "x2 is now in row 0"]),
+        (torch.tensor(REVERSED).flip(1), ["not the columns"]),
+        (torch.zeros(3, 3), ["X.flip(0)"]),
+    ],
+    ids=["none", "shape", "unchanged", "columns", "other"],
+)
+def test_check_reversed_outputs_hints(answer, words):
+    assert_hint(check_reversed_outputs(answer), *words)
+
+
+# check_self_attending_key: one entry of W_K changed, token 0 puts more than 0.5 on itself
+
+
+def _w_key_with(row, column, value, dtype=torch.float64):
+    w = torch.tensor(W_K, dtype=dtype)
+    w[row, column] = value
+    return w
+
+
+def test_self_attending_key_by_hand():
+    """W_K[1, 2] = -2: k1 = [4, 4, -4], k2 = k0 + k1 / 2 = [2, 3, -1]; q0 = [1, 0, 2] scores [2, -4, 0]."""
+    w = [row[:] for row in W_K]
+    w[1][2] = -2
+    weights = _softmax([2, -4, 0]).tolist()
+    assert [_row_times(x, w) for x in X_TOKENS] == [[0, 1, 1], [4, 4, -4], [2, 3, -1]]
+    assert weights[0] > 0.5 and weights[0] == max(weights)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [_w_key_with(1, 2, -2.0), _w_key_with(1, 2, -2.0, torch.float32), _w_key_with(3, 2, -5.0), _w_key_with(1, 0, -9.0)],
+    ids=["row-1", "float32", "row-3", "row-1-col-0"],
+)
+def test_check_self_attending_key_right_answer(answer):
+    feedback = check_self_attending_key(answer)
+    assert_correct(feedback)
+    assert "on itself" in repr(feedback)
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None"]),
+        (torch.zeros(3, 4), ["shape (4, 3)"]),
+        (torch.tensor(W_K), ["floating-point"]),
+        (_w_key_with(1, 2, float("nan")), ["finite"]),
+        (torch.tensor(W_K, dtype=torch.float64), ["original W_K"]),
+        (_w_key_with(1, 2, -2.0) * 2, ["exactly one entry"]),
+        (_w_key_with(0, 2, 10.0), ["row 0", "k2 = k0 + k1 / 2"]),
+        (_w_key_with(2, 0, -10.0), ["row 2", "does not use"]),
+        (_w_key_with(1, 2, -0.2), ["q0 . k1 strongly negative"]),
+    ],
+    ids=["none", "shape", "integer", "nan", "unchanged", "several", "row-0", "row-2", "too-small"],
+)
+def test_check_self_attending_key_hints(answer, words):
+    assert_hint(check_self_attending_key(answer), *words)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -214,3 +214,39 @@ def test_loglog_slope_equal_sizes_give_a_message_not_a_zero_division():
     """All sizes equal: the slope is undefined; today the least-squares denominator raises ZeroDivisionError."""
     with pytest.raises(ValueError, match=r"sizes"):
         loglog_slope([4, 4, 4], [1.0, 2.0, 3.0])
+
+
+# ----------------------------------------------------------------------------------------------
+# attention_cost(scoring="additive"): the (B, Q, K, U) hidden tensor
+# ----------------------------------------------------------------------------------------------
+
+
+def test_attention_cost_additive_counts_the_hidden_tensor_exactly():
+    # B = 2, Q = 10, K = 20, U = 8, float32: hidden 2 * 10 * 20 * 8 * 4 = 12800 bytes, U times the weights
+    cost = attention_cost(10, 20, 6, batch=2, repeats=1, scoring="additive", num_hiddens=8)
+    assert set(cost) == {"seconds", "weight_bytes", "input_bytes", "hidden_bytes"}
+    assert cost["weight_bytes"] == 1600
+    assert cost["hidden_bytes"] == 12800 == 8 * cost["weight_bytes"]
+    assert cost["seconds"] > 0
+    assert "hidden_bytes" not in attention_cost(10, 20, 6, repeats=1)
+
+
+def test_attention_cost_additive_in_float64_leaves_the_global_rng_alone():
+    state = torch.get_rng_state()
+    cost = attention_cost(4, 5, 3, repeats=1, scoring="additive", num_hiddens=2, dtype=torch.float64)
+    assert torch.equal(torch.get_rng_state(), state)
+    assert cost["hidden_bytes"] == 4 * 5 * 2 * 8
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"scoring": "bilinear"}, ValueError, r"scoring must be one of \['dot', 'additive'\], got 'bilinear'"),
+        ({"scoring": 1}, TypeError, r"scoring must be one of"),
+        ({"num_hiddens": 0, "scoring": "additive"}, ValueError, r"num_hiddens must be an integer >= 1, got 0"),
+    ],
+    ids=["unknown", "not-a-str", "no-hiddens"],
+)
+def test_attention_cost_scoring_error_messages(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        attention_cost(2, 3, 4, repeats=1, **kwargs)

@@ -244,8 +244,10 @@ def test_show_matrix_draws_on_the_axes_it_is_given():
         (torch.zeros(1, 2, 3), {}, r"matrix must be 2-D \(R, C\), got shape \(1, 2, 3\)"),
         (torch.zeros(2, 3), {"row_labels": ["a", "b", "c"]}, r"row_labels must hold 2 labels, got 3"),
         (torch.zeros(2, 3), {"col_labels": ["a", "b"]}, r"col_labels must hold 3 labels, got 2"),
+        (torch.zeros(2, 3), {"vmin": float("nan")}, r"vmin must be a finite number, got nan"),
+        (torch.zeros(2, 3), {"vmin": 2.0, "vmax": 1.0}, r"vmin must be below vmax, got vmin = 2\.0 and vmax = 1\.0"),
     ],
-    ids=["1-D", "3-D", "row-labels", "col-labels"],
+    ids=["1-D", "3-D", "row-labels", "col-labels", "vmin-nan", "vmin-above-vmax"],
 )
 def test_show_matrix_error_messages_open_no_figure(matrix, kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -284,7 +286,7 @@ def test_plot_worked_example_default_draws_every_step_of_the_worked_example(monk
     for ax, start in zip(fig.axes, PANEL_TITLES, strict=True):
         assert ax.get_title().startswith(start), (ax.get_title(), start)
     assert fig.get_suptitle().startswith("Unscaled") and "sqrt" not in fig.axes[4].get_title()
-    assert "x1" in fig.axes[6].get_title()  # the weighted values of token 1 (token=0 by default)
+    assert "x0" in fig.axes[6].get_title()  # the weighted values of token 0 (token=0 by default)
     # the default is the worked example: every panel shows the hand-computed numbers
     inputs, queries, keys, values, scores, weights, weighted, outputs = fig.axes
     assert _texts(inputs) == INPUT_TEXTS
@@ -299,11 +301,21 @@ def test_plot_worked_example_default_draws_every_step_of_the_worked_example(monk
     assert _texts(outputs)[:3] == ["1.9366", "6.6831", "1.5951"]
     # rows are tokens, columns input / projected dimensions or keys
     for ax in (inputs, queries, keys, values, scores, weights, outputs):
-        assert _ticks(ax, "y") == ["x1", "x2", "x3"]
-    assert _ticks(scores, "x") == ["x1", "x2", "x3"] and _ticks(weights, "x") == ["x1", "x2", "x3"]
-    assert _ticks(inputs, "x") == ["i1", "i2", "i3", "i4"]
-    assert _ticks(weighted, "y") == ["x1 (key)", "x2 (key)", "x3 (key)"]
+        assert _ticks(ax, "y") == ["x0", "x1", "x2"]  # tokens counted from 0, as Python indexes them
+    assert _ticks(scores, "x") == ["x0", "x1", "x2"] and _ticks(weights, "x") == ["x0", "x1", "x2"]
+    assert _ticks(inputs, "x") == ["i0", "i1", "i2", "i3"]
+    assert _ticks(weighted, "y") == ["x0 (key)", "x1 (key)", "x2 (key)"]
     assert all(_ticks(ax, "x") for ax in fig.axes)
+    # the scores and weights label their key axis (columns); their rows are queries
+    for ax in (scores, weights):
+        assert ax.get_xlabel() == "key"
+    assert "row: query" in scores.get_title()
+    assert all(ax.get_xlabel() == "" for ax in (inputs, queries, keys, values, weighted, outputs))
+    # one colour scale for every panel but the weights, which go from 0 to 1
+    shared = (0.0, 16.0)  # the smallest and the largest number of all the other panels: 0 and the score 16
+    for ax in (inputs, queries, keys, values, scores, weighted, outputs):
+        assert ax.collections[0].get_clim() == shared
+    assert weights.collections[0].get_clim() == (0.0, 1.0)
 
 
 def test_plot_self_attention_steps_scaled_token_and_names(monkeypatch, call_unmodified):
@@ -325,10 +337,10 @@ def test_plot_self_attention_steps_scaled_token_and_names(monkeypatch, call_unmo
     assert _ticks(weighted, "y") == ["the (key)", "cat (key)", "sat (key)"]
 
 
-def test_plot_worked_example_token_1_input_changes_the_figure():
+def test_plot_worked_example_token_0_input_changes_the_figure():
     fig = plot_worked_example(3.0, -1.0, 0.5, 2.0, scale=True)
     inputs_panel, outputs_panel = fig.axes[0], fig.axes[7]
-    assert _texts(inputs_panel) == ["3", "-1", "0.5", "2"] + INPUT_TEXTS[4:]  # only token 1's row changes
+    assert _texts(inputs_panel) == ["3", "-1", "0.5", "2"] + INPUT_TEXTS[4:]  # only token 0's row changes
     example = three_token_example(torch.float64)
     x = example.inputs.clone()
     x[0] = torch.tensor([3.0, -1.0, 0.5, 2.0], dtype=torch.float64)
@@ -396,3 +408,30 @@ def test_multi_panel_helper_draws_on_the_axes_it_is_given(name):
     assert plt.get_fignums() == [fig.number]  # no new figure
     assert list(fig.axes) == list(axes.flat)  # and no extra axes
     assert all(ax.has_data() for ax in axes.flat)
+
+
+def test_plot_worked_example_redraw_keeps_one_shared_colour_scale_and_the_key_axis():
+    """A slider's in-place redraw gives the colour scales and labels of a figure drawn afresh."""
+    fig = plot_worked_example()
+    _, update = fig._attn_course_update
+    assert update(x11=-2.0, x12=0.0, x13=1.0, x14=0.0, scale=True)
+    fresh = plot_worked_example(-2.0, 0.0, 1.0, 0.0, scale=True)
+    for redrawn, drawn in zip(fig.axes, fresh.axes, strict=True):
+        assert redrawn.collections[0].get_clim() == drawn.collections[0].get_clim()
+        assert _texts(redrawn) == _texts(drawn) and redrawn.get_xlabel() == drawn.get_xlabel()
+    lows = {ax.collections[0].get_clim() for i, ax in enumerate(fig.axes) if i != 5}
+    assert len(lows) == 1 and fig.axes[5].collections[0].get_clim() == (0.0, 1.0)
+    assert fig.get_suptitle() == fresh.get_suptitle()
+
+
+def test_show_matrix_vmax_of_a_wrong_type_is_a_type_error_that_names_it():
+    with pytest.raises(TypeError, match=r"vmax must be a finite number, got '1' \(str\)"):
+        show_matrix(torch.zeros(2, 2), vmax="1")
+    assert plt.get_fignums() == []
+
+
+def test_show_matrix_given_colour_scale_is_used():
+    (ax,) = show_matrix(torch.tensor([[1.0, 2.0]]), vmin=0, vmax=torch.tensor(10.0)).axes
+    assert ax.collections[0].get_clim() == (0.0, 10.0)
+    (ax,) = show_matrix(torch.tensor([[1.0, 2.0]]), vmax=5.0).axes
+    assert ax.collections[0].get_clim() == (1.0, 5.0)  # the other end is the matrix's own

@@ -9,8 +9,21 @@ One module per notebook: ``nb01``, ``nb02``, ...
 from ._feedback import Feedback
 from .nb01 import check_epanechnikov, check_nw_pooling, check_nw_weights, check_pooling_limit
 from .nb02 import check_chebyshev_nodes, check_convex_bound, check_lagrange_weight, check_nearest_neighbour_limit
-from .nb03 import check_bmm_shape, check_distance_scores, check_dot_variance, check_scaled_scores
-from .nb04 import check_new_token_key, check_new_token_output, check_new_token_scores
+from .nb03 import (
+    check_additive_scores_fn,
+    check_attention_memory,
+    check_dot_scores_fn,
+    check_parameter_growth,
+    check_scaled_scores,
+    check_variance_scale,
+)
+from .nb04 import (
+    check_new_token_key,
+    check_new_token_output,
+    check_new_token_scores,
+    check_reversed_outputs,
+    check_self_attending_key,
+)
 from .nb05 import (
     check_causal_mask,
     check_key_padding_mask,
@@ -41,12 +54,16 @@ __all__ = [
     "check_convex_bound",
     "check_chebyshev_nodes",
     "check_scaled_scores",
-    "check_dot_variance",
-    "check_distance_scores",
-    "check_bmm_shape",
+    "check_attention_memory",
+    "check_dot_scores_fn",
+    "check_additive_scores_fn",
+    "check_parameter_growth",
+    "check_variance_scale",
     "check_new_token_key",
     "check_new_token_scores",
     "check_new_token_output",
+    "check_reversed_outputs",
+    "check_self_attending_key",
     "check_padding_mask",
     "check_causal_mask",
     "check_padding_causal_mask",

@@ -1,18 +1,30 @@
-"""Checks for the exercises of notebook 03 (scoring functions)."""
+"""Checks for the exercises of notebook 03 (scoring functions).
+
+Two are "build it" checks: the learner's function runs on random cases it cannot see (a private
+generator seed), is compared with a reference, and the hint names what is off.
+"""
 
 from __future__ import annotations
 
 import math
-import operator
 
 import torch
 
 from ._feedback import Feedback, _close, _hint, _number, _ok, _tensor_problem
 
-__all__ = ["check_scaled_scores", "check_dot_variance", "check_distance_scores", "check_bmm_shape"]
+__all__ = [
+    "check_scaled_scores",
+    "check_attention_memory",
+    "check_dot_scores_fn",
+    "check_additive_scores_fn",
+    "check_parameter_growth",
+    "check_variance_scale",
+]
 
 SCORE_QUERY = ((1.0, 2.0),)  # (Q, D) = (1, 2)
 SCORE_KEYS = ((1.0, 0.0), (0.0, 1.0), (1.0, 1.0))  # (K, D) = (3, 2)
+_HIDDEN_SEED = 20_241_103  # the hidden cases of the build-it checks; not shown in the notebook
+MIB = 2**20
 
 
 def check_scaled_scores(scores) -> Feedback:
@@ -37,66 +49,199 @@ def check_scaled_scores(scores) -> Feedback:
     return _hint("score = (query . key) / sqrt(D) for each key; D = 2 here.")
 
 
-def check_dot_variance(answer) -> Feedback:
-    """Var(q . k) for q, k in R^64 with independent components of mean 0 and variance 1."""
-    value = _number(answer, "the variance as a number")
-    if isinstance(value, Feedback):
-        return value
-    if math.isclose(value, 64.0, rel_tol=1e-9):
-        return _ok("each of the 64 products q_i k_i has variance 1 and they are independent, so the sum has 64.")
-    if math.isclose(value, 8.0, rel_tol=1e-9):
-        return _hint("8 = sqrt(64) is the standard deviation; the question asks for the variance.")
-    if math.isclose(value, 1.0, rel_tol=1e-9):
-        return _hint("1 is the variance after dividing by sqrt(D); before, the variances of the 64 terms add up.")
-    return _hint(
-        "q . k = sum_i q_i k_i: what is the variance of one term q_i k_i, and how do variances of "
-        "independent terms combine?"
-    )
+def _two_numbers(answer, what: str) -> tuple[float, float] | Feedback:
+    if answer is None:
+        return _hint(f"replace None with {what}.")
+    try:
+        first, second = answer
+        return float(first), float(second)
+    except (TypeError, ValueError, RuntimeError):
+        return _hint(f"expected two numbers ({what}), got {type(answer).__name__} {answer!r}.")
 
 
-def check_distance_scores(fn) -> Feedback:
-    """A function ``(queries (B, Q, D), keys (B, K, D)) -> scores (B, Q, K)`` whose softmax equals
-    the Gaussian weights ``softmax(-|q - k|^2 / 2)``."""
+def check_attention_memory(answer) -> Feedback:
+    """MiB of the (B, Q, K) scores and of additive attention's (B, Q, K, U) hidden tensor, float32,
+    for B = 8, Q = K = 1024, U = 128: the pair ``(scores_mib, hidden_mib)``."""
+    got = _two_numbers(answer, "(scores_mib, hidden_mib)")
+    if isinstance(got, Feedback):
+        return got
+    scores, hidden = 8 * 1024 * 1024 * 4 / MIB, 8 * 1024 * 1024 * 128 * 4 / MIB  # 32, 4096
+
+    def near(a, b):
+        return math.isclose(a, b, rel_tol=1e-3)
+
+    if near(got[0], scores) and near(got[1], hidden):
+        return _ok("32 MiB of scores against 4096 MiB (4 GiB) of hidden units: U = 128 times more, for one layer.")
+    if near(got[0], scores):  # the scores are right: what is off is the hidden tensor
+        if near(got[1], scores):
+            return _hint("the hidden tensor holds U = 128 numbers for every (query, key) pair, not one.")
+        return _hint("the scores are right; the hidden tensor has shape (B, Q, K, U) = (8, 1024, 1024, 128).")
+    if near(got[0], scores / 4):
+        return _hint("that counts numbers (in Mi); a float32 number takes 4 bytes.")
+    if near(got[0], scores * MIB / 1e6):
+        return _hint("a MiB is 2**20 = 1,048,576 bytes, not 10**6.")
+    if near(got[0], scores / 8):
+        return _hint("that is one sequence; the batch holds B = 8.")
+    return _hint("bytes = B * Q * K (* U for the hidden tensor) * 4 for float32; divide by 2**20 for MiB.")
+
+
+def _call(fn, args: tuple, described: str) -> tuple[object, Feedback | None]:
+    """Run the learner's function on clones of ``args``; a hint if it raises or modifies its inputs."""
+    copies = tuple(a.clone() for a in args)
+    try:
+        result = fn(*copies)
+    except Exception as error:  # report any failure as a hint, not a traceback
+        return None, _hint(f"calling your function on {described} raised {type(error).__name__}: {error}")
+    if any(not torch.equal(a, c) for a, c in zip(args, copies, strict=True)):
+        return None, _hint("your function modified its input tensors; compute new tensors instead (no in-place ops).")
+    return result, None
+
+
+def _dot_cases():
+    gen = torch.Generator().manual_seed(_HIDDEN_SEED)
+    for batch, num_q, num_k, d in ((2, 3, 5, 4), (1, 6, 2, 9), (3, 4, 7, 16)):
+        queries = torch.randn(batch, num_q, d, generator=gen) * 2
+        keys = torch.randn(batch, num_k, d, generator=gen) * 2
+        yield queries, keys
+
+
+def check_dot_scores_fn(fn) -> Feedback:
+    """Build it: ``fn(queries (B, Q, D), keys (B, K, D)) -> (B, Q, K)`` scaled dot-product scores,
+    compared with ``queries @ keys^T / sqrt(D)`` on hidden random cases (Q != K, several D)."""
     if fn is None:
         return _hint("replace None with your function of (queries, keys).")
     if not callable(fn):
         return _hint(f"expected a function of (queries, keys), got {type(fn).__name__}.")
-    gen = torch.Generator().manual_seed(3)
-    queries = torch.randn(2, 3, 4, generator=gen, dtype=torch.float64)
-    keys = torch.randn(2, 5, 4, generator=gen, dtype=torch.float64)
-    try:
-        scores = fn(queries.clone(), keys.clone())
-    except Exception as error:  # report any failure as a hint, not a traceback
-        return _hint(
-            f"calling your function on queries (2, 3, 4) and keys (2, 5, 4) raised {type(error).__name__}: {error}"
-        )
-    problem = _tensor_problem(scores, (2, 3, 5), "scores of shape (B, Q, K) = (2, 3, 5)")
-    if problem is not None:
-        return problem
-    want = torch.softmax(-(torch.cdist(queries, keys) ** 2) / 2, dim=-1)
-    if _close(torch.softmax(scores.double(), dim=-1), want):
-        return _ok("q . k - |k|^2 / 2 gives the Gaussian weights: the query's own norm cancels in the softmax.")
-    if _close(torch.softmax(scores.double(), dim=-1), torch.softmax(queries @ keys.transpose(1, 2), dim=-1)):
-        return _hint("that is plain dot-product attention; the squared key norms must enter too.")
-    return _hint("expand -|q - k|^2 / 2 = q . k - |k|^2 / 2 - |q|^2 / 2; which terms change from key to key?")
+    for queries, keys in _dot_cases():
+        (b, q, d), k = queries.shape, keys.shape[1]
+        scores, problem = _call(fn, (queries, keys), f"queries {(b, q, d)} and keys {(b, k, d)}")
+        if problem is not None:
+            return problem
+        raw = torch.matmul(queries, keys.transpose(-2, -1))  # (B, Q, K)
+        want = raw / math.sqrt(d)
+        if isinstance(scores, torch.Tensor) and tuple(scores.shape) == (b, k, q):
+            return _hint(
+                f"transposed: for queries {(b, q, d)} and keys {(b, k, d)} the scores are (B, Q, K) = "
+                f"{(b, q, k)}, you returned {(b, k, q)}; multiply queries by keys.transpose(1, 2)."
+            )
+        problem = _tensor_problem(scores, (b, q, k), f"scores of shape (B, Q, K) = {(b, q, k)}")
+        if problem is not None:
+            return problem
+        if not scores.is_floating_point():
+            return _hint(f"scores must be floating point, got {scores.dtype}.")
+        if _close(scores, want):
+            continue
+        if _close(scores, raw):
+            return _hint("missing the 1/sqrt(D) scale: these are the plain dot products.")
+        if _close(scores, raw / d):
+            return _hint("divided by D; divide by sqrt(D).")
+        if _close(scores, raw / math.sqrt(k)) or _close(scores, raw / math.sqrt(q)):
+            return _hint("wrong scale: D is the size of each query and key (the last axis), not a number of tokens.")
+        if _close(scores, torch.softmax(want, dim=-1)):
+            return _hint("these are the weights (softmax applied); return the scores that go into the softmax.")
+        return _hint("scores[b, i, j] = queries[b, i] . keys[b, j] / sqrt(D); compare with one entry by hand.")
+    return _ok("your scores match queries @ keys^T / sqrt(D) on 3 hidden cases with Q != K and D in 4, 9, 16.")
 
 
-def check_bmm_shape(shape) -> Feedback:
-    """The shape of ``torch.bmm(a, b)`` for ``a`` of shape (2, 3, 4) and ``b`` of shape (2, 4, 6)."""
-    if shape is None:
-        return _hint("replace None with the shape, e.g. (1, 2, 3).")
-    try:  # whole numbers only: operator.index refuses floats, strings and non-integer tensors
-        if isinstance(shape, str):
-            raise TypeError
-        got = tuple(operator.index(s) for s in shape)
-    except TypeError:
-        return _hint(
-            f"expected a shape such as (1, 2, 3): whole numbers in a tuple, got {type(shape).__name__} {shape!r}."
+def _additive_cases():
+    gen = torch.Generator().manual_seed(_HIDDEN_SEED + 1)
+    for batch, num_q, num_k, dq, dk, units in ((2, 3, 5, 6, 4, 7), (1, 4, 2, 3, 5, 8)):
+        queries = torch.randn(batch, num_q, dq, generator=gen)
+        keys = torch.randn(batch, num_k, dk, generator=gen)
+        w_q = torch.randn(units, dq, generator=gen)
+        w_k = torch.randn(units, dk, generator=gen)
+        w_v = torch.randn(units, generator=gen)
+        yield queries, keys, w_q, w_k, w_v
+
+
+def check_additive_scores_fn(fn) -> Feedback:
+    """Build it: ``fn(queries (B, Q, Dq), keys (B, K, Dk), w_q (U, Dq), w_k (U, Dk), w_v (U,)) -> (B, Q, K)``
+    additive scores ``w_v . tanh(W_q q + W_k k)``, compared with the same MLP written with ``torch.nn`` on
+    hidden random cases (Dq != Dk, Q != K)."""
+    if fn is None:
+        return _hint("replace None with your function of (queries, keys, w_q, w_k, w_v).")
+    if not callable(fn):
+        return _hint(f"expected a function of (queries, keys, w_q, w_k, w_v), got {type(fn).__name__}.")
+    for queries, keys, w_q, w_k, w_v in _additive_cases():
+        (b, q, dq), (k, dk), units = queries.shape, keys.shape[1:], w_v.shape[0]
+        described = f"queries {(b, q, dq)}, keys {(b, k, dk)}, w_q {(units, dq)}, w_k {(units, dk)}, w_v {(units,)}"
+        scores, problem = _call(fn, (queries, keys, w_q, w_k, w_v), described)
+        if problem is not None:
+            if "raised" in problem.message and "shape" in problem.message:
+                return _hint(problem.message + " (w_q is (U, Dq): project with queries @ w_q.T)")
+            return problem
+        mlp = torch.nn.Sequential(
+            torch.nn.Linear(dq + dk, units, bias=False), torch.nn.Tanh(), torch.nn.Linear(units, 1, bias=False)
         )
-    if got == (2, 3, 6):
-        return _ok("batch 2 kept, then (3, 4) @ (4, 6) -> (3, 6) for each batch element.")
-    if got == (3, 6):
-        return _hint("torch.bmm keeps the batch axis in front.")
-    if got == (2, 4, 4) or got == (2, 3, 4, 6):
-        return _hint("the shared size 4 disappears: (3, 4) @ (4, 6) -> (3, 6), per batch element.")
-    return _hint("for each of the 2 batch elements, multiply a (3, 4) matrix by a (4, 6) matrix.")
+        with torch.no_grad():
+            mlp[0].weight.copy_(torch.cat([w_q, w_k], dim=1))  # (U, Dq + Dk): the MLP on [q; k]
+            mlp[2].weight.copy_(w_v.unsqueeze(0))  # (1, U)
+            pairs = torch.cat([queries.unsqueeze(2).expand(b, q, k, dq), keys.unsqueeze(1).expand(b, q, k, dk)], -1)
+            want = mlp(pairs).squeeze(-1)  # (B, Q, K, Dq + Dk) -> (B, Q, K)
+            linear = (queries @ w_q.T).unsqueeze(2) + (keys @ w_k.T).unsqueeze(1)  # (B, Q, K, U)
+        if isinstance(scores, torch.Tensor) and tuple(scores.shape) == (b, k, q):
+            return _hint(
+                f"transposed: the scores are (B, Q, K) = {(b, q, k)}, one row per query; you returned "
+                f"{(b, k, q)}. Put the query axis before the key axis when you broadcast."
+            )
+        if isinstance(scores, torch.Tensor) and tuple(scores.shape) == (b, q, k, units):
+            return _hint(f"shape {(b, q, k, units)} is the hidden layer; reduce the last axis with w_v.")
+        problem = _tensor_problem(scores, (b, q, k), f"scores of shape (B, Q, K) = {(b, q, k)}")
+        if problem is not None:
+            return problem
+        if _close(scores, want):
+            continue
+        if _close(scores, linear @ w_v):
+            return _hint("missing the tanh: without it the score is linear, w_v . (W_q q + W_k k).")
+        if _close(scores, torch.tanh(linear @ w_v)):
+            return _hint("tanh belongs on the U hidden units, before w_v; you applied it after.")
+        if _close(scores, torch.tanh(linear).sum(-1)):
+            return _hint("the hidden units are summed; weight them with w_v instead (hidden @ w_v).")
+        if _close(scores, torch.softmax(want, dim=-1)):
+            return _hint("these are the weights (softmax applied); return the scores that go into the softmax.")
+        return _hint("score[b, i, j] = w_v . tanh(w_q @ queries[b, i] + w_k @ keys[b, j]); check one entry by hand.")
+    return _ok("your additive scores match the torch.nn MLP on [q; k] on 2 hidden cases with Dq != Dk and Q != K.")
+
+
+def check_parameter_growth(answer) -> Feedback:
+    """Parameters at D = 512 with U fixed at 64: ``(additive, bilinear)`` for
+    ``AdditiveAttention(key_size=D, query_size=D, num_hiddens=64)`` and a bilinear score ``M`` (D x D)."""
+    got = _two_numbers(answer, "(additive, bilinear)")
+    if isinstance(got, Feedback):
+        return got
+    d, units = 512, 64
+    additive, bilinear = units * (2 * d + 1), d * d  # 65600, 262144
+    if got == (additive, bilinear):
+        return _ok(
+            "65,600 against 262,144: U (2D + 1) grows linearly in D for a fixed U, D^2 quadratically; "
+            "with U = 64 they are equal near D = 128 and the bilinear score costs more beyond."
+        )
+    if got[0] == units * 2 * d:
+        return _hint("W_q and W_k are counted; add w_v's U = 64 weights.")
+    if got[0] == d * (2 * d + 1):
+        return _hint("that is U = D; here U stays at 64 while D grows.")
+    if got[0] == units * (2 * d + 1) + units + 1:
+        return _hint("AdditiveAttention has no biases (bias=False in its three Linear layers).")
+    if got[0] != additive:
+        return _hint("additive: W_q (U x D) + W_k (U x D) + w_v (U) with U = 64, D = 512.")
+    return _hint("the bilinear score q^T M k has one weight per entry of M, which is D x D.")
+
+
+def check_variance_scale(answer) -> Feedback:
+    """The scale that brings q . k back to unit variance when q, k in R^64 have independent components of mean 0
+    and variance sigma^2 = 4."""
+    value = _number(answer, "the scale as a number")
+    if isinstance(value, Feedback):
+        return value
+    if math.isclose(value, 32.0, rel_tol=1e-6):
+        return _ok(
+            "Var(q_i k_i) = sigma^2 sigma^2 = 16, so Var(q . k) = 64 * 16 = 1024 and the scale is "
+            "sqrt(1024) = 32 = sigma^2 sqrt(D)."
+        )
+    if math.isclose(value, 16.0, rel_tol=1e-6):
+        return _hint("sigma sqrt(D) = 16 forgets that both factors have variance sigma^2: Var(q_i k_i) = sigma^4.")
+    if math.isclose(value, 8.0, rel_tol=1e-6):
+        return _hint("sqrt(D) = 8 is the scale for unit-variance components; here each has variance 4.")
+    if math.isclose(value, 1024.0, rel_tol=1e-6):
+        return _hint("1024 is Var(q . k); dividing by c divides the variance by c^2, so take its square root.")
+    return _hint("Var(q . k) = D Var(q_i k_i) and Var(q_i k_i) = E[q_i^2] E[k_i^2]; the scale is the square root.")

@@ -1,7 +1,9 @@
 """Checks for the exercises of notebook 04 (self-attention by hand).
 
-The exercises add a fourth token, ``x4 = [2, 0, 1, 1]``, to the worked example, so that no answer is
-already printed in the notebook: its key, its query's scores against the three tokens, and its output.
+Tokens are counted from 0, as Python indexes them. The first exercises add a fourth token,
+``x3 = [2, 0, 1, 1]``, to the worked example, so that no answer is already printed in the notebook: its
+key, its query's scores against tokens 0 to 2, and its output. The last two ask what reversing the tokens
+does to the outputs, and for one entry of ``W_K`` that makes token 0 attend mostly to itself.
 """
 
 from __future__ import annotations
@@ -11,62 +13,130 @@ import torch
 from ..data import three_token_example
 from ._feedback import Feedback, _close, _hint, _ok, _tensor_problem
 
-__all__ = ["NEW_TOKEN", "check_new_token_key", "check_new_token_scores", "check_new_token_output"]
+__all__ = [
+    "NEW_TOKEN",
+    "check_new_token_key",
+    "check_new_token_scores",
+    "check_new_token_output",
+    "check_reversed_outputs",
+    "check_self_attending_key",
+]
 
 NEW_TOKEN = (2.0, 0.0, 1.0, 1.0)
 
 
 def _parts():
     ex = three_token_example(torch.float64)
-    x4 = torch.tensor(NEW_TOKEN, dtype=torch.float64)
+    x3 = torch.tensor(NEW_TOKEN, dtype=torch.float64)
     keys, values = ex.inputs @ ex.w_key, ex.inputs @ ex.w_value  # (3, 3) each
-    return ex, x4, keys, values
+    return ex, x3, keys, values
+
+
+def _outputs(inputs, w_query, w_key, w_value) -> tuple[torch.Tensor, torch.Tensor]:
+    """Unscaled self-attention of the worked example: outputs (T, V) and weights (T, T)."""
+    weights = torch.softmax((inputs @ w_query) @ (inputs @ w_key).T, dim=-1)  # (T, T)
+    return weights @ (inputs @ w_value), weights
 
 
 def check_new_token_key(key) -> Feedback:
-    """The key of the new token ``x4 = [2, 0, 1, 1]``: ``x4 @ W_K``, shape (3,)."""
+    """The key of the new token ``x3 = [2, 0, 1, 1]``: ``x3 @ W_K``, shape (3,)."""
     problem = _tensor_problem(key, (3,), "the key as a tensor of shape (3,)")
     if problem is not None:
         return problem
-    ex, x4, _, _ = _parts()
-    if _close(key, x4 @ ex.w_key):
-        return _ok("k4 = [1, 2, 2]: row 1 of W_K twice, plus rows 3 and 4.")
-    if _close(key, x4 @ ex.w_query) or _close(key, x4 @ ex.w_value):
+    ex, x3, _, _ = _parts()
+    if _close(key, x3 @ ex.w_key):
+        return _ok("k3 = [1, 2, 2]: row 0 of W_K twice, plus rows 2 and 3.")
+    if _close(key, x3 @ ex.w_query) or _close(key, x3 @ ex.w_value):
         return _hint("right token, wrong matrix: keys use W_K.")
+    if _close(key, ex.w_key.T @ x3.flip(0)):
+        return _hint("the token's numbers are in reverse order: entry i of x3 multiplies row i of W_K.")
     return _hint("multiply the row vector [2, 0, 1, 1] by the 4 x 3 matrix W_K.")
 
 
 def check_new_token_scores(scores) -> Feedback:
-    """Unscaled scores of the new token's query ``x4 @ W_Q`` against the keys of tokens 1-3, shape (3,)."""
+    """Unscaled scores of the new token's query ``x3 @ W_Q`` against the keys of tokens 0-2, shape (3,)."""
     problem = _tensor_problem(scores, (3,), "three scores as a tensor of shape (3,)")
     if problem is not None:
         return problem
-    ex, x4, keys, _ = _parts()
-    want = keys @ (x4 @ ex.w_query)  # (3,): q4 . k_j
+    ex, x3, keys, _ = _parts()
+    want = keys @ (x3 @ ex.w_query)  # (3,): q3 . k_j
     if _close(scores, want):
-        return _ok("q4 = [2, 1, 4] scores [5, 12, 11]: the new token attends mostly to token 2, then token 3.")
+        return _ok("q3 = [2, 1, 4] scores [5, 12, 11]: the new token attends mostly to token 1, then token 2.")
     if _close(scores, want / 3**0.5):
         return _hint("these are scaled by 1/sqrt(3); the exercise asks for the unscaled scores.")
     if _close(scores, torch.softmax(want, 0)):
         return _hint("these are the weights; the scores are the dot products before the softmax.")
-    if _close(scores, (ex.inputs @ ex.w_query) @ (x4 @ ex.w_key)):
+    if _close(scores, (ex.inputs @ ex.w_query) @ (x3 @ ex.w_key)):
         return _hint("swapped roles: use the new token's query against the old tokens' keys, not its key.")
-    return _hint("score_j = q4 . k_j, with q4 = x4 @ W_Q and k_j = x_j @ W_K.")
+    return _hint("score_j = q3 . k_j, with q3 = x3 @ W_Q and k_j = x_j @ W_K.")
 
 
 def check_new_token_output(output) -> Feedback:
-    """The exact (unscaled) output of the new token attending to tokens 1-3, shape (3,)."""
+    """The exact (unscaled) output of the new token attending to tokens 0-2, shape (3,)."""
     problem = _tensor_problem(output, (3,), "the output as a tensor of shape (3,)")
     if problem is not None:
         return problem
-    ex, x4, keys, values = _parts()
-    scores = keys @ (x4 @ ex.w_query)  # (3,)
+    ex, x3, keys, values = _parts()
+    scores = keys @ (x3 @ ex.w_query)  # (3,)
     if _close(output, torch.softmax(scores, 0) @ values):
-        return _ok("weights about [0.0007, 0.7306, 0.2688]: the output lies between v2 = [2, 8, 0] and v3 = [2, 6, 3].")
+        return _ok("weights about [0.0007, 0.7306, 0.2688]: the output lies between v1 = [2, 8, 0] and v2 = [2, 6, 3].")
     if _close(output, torch.softmax(scores / 3**0.5, 0) @ values):
         return _hint("that is the scaled version; the exercise asks for the unscaled one.")
     if _close(output, scores @ values):
         return _hint("apply the softmax to the scores before weighting the values.")
     if _close(output, torch.softmax(scores, 0) @ keys):
         return _hint("the weights mix the values V, not the keys.")
-    return _hint("output = softmax(q4 . k_j over j) @ V.")
+    return _hint("output = softmax(q3 . k_j over j) @ V.")
+
+
+def check_reversed_outputs(outputs) -> Feedback:
+    """The (unscaled) outputs, shape (3, 3), of the worked example with its three tokens in reverse order,
+    ``X.flip(0)``: row i is the output of the token now in row i."""
+    problem = _tensor_problem(outputs, (3, 3), "the outputs as a tensor of shape (3, 3), one row per token")
+    if problem is not None:
+        return problem
+    ex = three_token_example(torch.float64)
+    original, _ = _outputs(ex.inputs, ex.w_query, ex.w_key, ex.w_value)  # (3, 3)
+    if _close(outputs, original.flip(0)):
+        return _ok(
+            "the same three outputs in reverse order: each token's output does not depend on where it stands. "
+            "Self-attention alone does not see the order of its inputs (notebook 06 adds positions)."
+        )
+    if _close(outputs, original):
+        return _hint("row i is the output of the token now in row i; the token x2 is now in row 0.")
+    if _close(outputs, original.flip(1)) or _close(outputs, original.flip(0).flip(1)):
+        return _hint("reversing the tokens reorders the rows (tokens), not the columns (value dimensions).")
+    return _hint("compute softmax(Q K^T) V for X.flip(0), or predict it from the outputs of the notebook.")
+
+
+def check_self_attending_key(w_key) -> Feedback:
+    """A ``W_K`` (4 x 3) that differs from the worked example's in exactly one entry and makes token 0 put most of
+    its (unscaled) weight, more than 0.5, on itself."""
+    problem = _tensor_problem(w_key, (4, 3), "your W_K as a tensor of shape (4, 3)")
+    if problem is not None:
+        return problem
+    if not w_key.is_floating_point() or not bool(torch.isfinite(w_key).all()):
+        return _hint("W_K must hold finite floating-point numbers.")
+    ex = three_token_example(torch.float64)
+    changed = (w_key.detach().double() != ex.w_key).nonzero().tolist()  # [[row, column], ...]
+    if not changed:
+        return _hint("this is the original W_K; change one of its entries.")
+    if len(changed) > 1:
+        return _hint(f"change exactly one entry; you changed {len(changed)}: {[tuple(c) for c in changed]}.")
+    ((row, column),) = changed
+    _, weights = _outputs(ex.inputs, ex.w_query, w_key.detach().double(), ex.w_value)
+    self_weight = float(weights[0, 0])
+    if self_weight > 0.5:
+        return _ok(
+            f"W_K[{row}, {column}] = {float(w_key[row, column]):g} gives token 0 the weights "
+            f"{[round(w, 4) for w in weights[0].tolist()]}: {self_weight:.4f} on itself."
+        )
+    if row in (0, 2):
+        return _hint(
+            f"row {row} is one that x0 uses, and x2 = x0 + x1 / 2 uses it as much: k2 = k0 + k1 / 2 moves with k0. "
+            "Change a row that x0 does not use (x0 = [1, 0, 1, 0])."
+        )
+    return _hint(
+        f"token 0 now puts {self_weight:.4f} on itself. Make q0 . k1 strongly negative: since k2 = k0 + k1 / 2, "
+        "that lowers the scores of x1 and x2 below token 0's own."
+    )
