@@ -13,6 +13,7 @@ Every notebook imports it; each module covers one idea, in course order:
 * ``layers``    ``nn.Module`` wrappers that keep their last ``attention_weights``
 * ``multihead`` multi-head attention and the reshape trick (notebook 06)
 * ``positional`` sinusoidal positional encoding and its rotations (notebook 06)
+* ``rotary``    positions inside attention: rotary embeddings (RoPE) and the ALiBi bias (notebook 11)
 * ``plotting``  heatmaps (``show_heatmaps``) and the pieces every figure shares
 * ``plotting_pooling``  the figures of attention pooling (notebook 01)
 * ``plotting_interpolation``  the figures of Lagrange against Nadaraya-Watson (notebook 02)
@@ -68,6 +69,7 @@ from .plotting_scoring import plot_saturation
 from .plotting_selfattention import plot_self_attention_steps, plot_worked_example, show_matrix
 from .plotting_training import plot_accuracy_by_length, plot_alignments, plot_decoding_step, plot_history
 from .positional import frequencies, positional_encoding, rotation_matrix
+from .rotary import alibi_bias, apply_rope
 from .scaling import dot_product_variance, mean_entropy
 from .scoring import additive_scores, attention_pooling, dot_product_scores, scaled_dot_product_attention
 from .selfattention import SelfAttentionSteps, self_attention_steps
@@ -165,4 +167,6 @@ __all__ = [
     "repeat_kv_heads",
     "repeat_task",
     "train_lm",
+    "apply_rope",
+    "alibi_bias",
 ]

@@ -29,6 +29,8 @@ __all__ = [
     "require_float_dtype",
     "require_mask",
     "require_choice",
+    "require_positions",
+    "require_min_rank",
     "require_valid_lens",
     "require_qkv",
     "require_tokens",
@@ -267,3 +269,24 @@ def require_choice(value, name: str, choices) -> str:
     if value not in choices:
         raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
     return value
+
+
+def require_positions(positions, length: int, name: str = "positions") -> torch.Tensor:
+    """positions: an integer tensor of shape (L,) = (``length``,) with values >= 0 (RoPE's token positions)."""
+    _require_int_tensor(positions, name, "torch.arange(L)")
+    if tuple(positions.shape) != (length,):
+        raise ValueError(
+            f"{name} must have shape (L,) = ({length},), one position per row of x, got shape {tuple(positions.shape)}"
+        )
+    if positions.numel() and positions.device.type != "meta" and int(positions.min()) < 0:
+        raise ValueError(f"{name} must be non-negative integers, got {int(positions.min())}")
+    return positions
+
+
+def require_min_rank(x: torch.Tensor, name: str, low: int, meaning: str) -> torch.Tensor:
+    """Check ``x.ndim >= low``; ``meaning`` spells the expected shape, e.g. '(..., L, D)'."""
+    if x.ndim < low:
+        raise ValueError(
+            f"{name} must have shape {meaning} (at least {low}-D), got shape {tuple(x.shape)} ({x.ndim}-D)"
+        )
+    return x
