@@ -121,7 +121,7 @@ def plot_time_per_token(lengths, seconds: dict[str, list[float]], ax=None, figsi
     fig, ax = _new_axes(ax, figsize)
     for (name, values), marker in zip(seconds.items(), "os^", strict=False):
         slope = loglog_slope(list(lengths), list(values))
-        ax.loglog(lengths, np.asarray(values) * 1e3, marker=marker, label=f"{name} (slope {slope:.2f})")
+        ax.loglog(lengths, np.asarray(values) * 1e3, marker=marker, label=f"{name} (slope {slope + 0.0:.2f})")
     ax.set(xlabel="tokens already in the sequence", ylabel="ms per new token", title="time per generated token")
     ax.legend(fontsize=8)
     return fig
