@@ -30,6 +30,8 @@ def next_token_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int 
     require_float(logits, "logits")
     require_rank(logits, "logits", (1, 2, 3), "(C,), (B, C) or (B, T, C)")
     require_finite(logits, "logits")
+    if logits.shape[-1] == 0:
+        raise ValueError(f"logits must hold at least one token's logit (C >= 1), got shape {tuple(logits.shape)}")
     temperature = require_number(temperature, "temperature", ">= 0", lambda t: t >= 0)
     if top_k is not None:
         require_int(top_k, "top_k", 1, logits.shape[-1])

@@ -444,6 +444,12 @@ def test_next_token_probs_errors():
         next_token_probs(torch.tensor([1.0, math.nan]))
     with pytest.raises(ValueError, match=r"temperature must be a finite number >= 0, got inf"):
         next_token_probs(torch.tensor([1.0, 2.0]), math.inf)
+    with pytest.raises(ValueError, match=r"logits must hold at least one token's logit \(C >= 1\), got shape \(2, 0\)"):
+        next_token_probs(torch.zeros(2, 0), 0)
+    assert next_token_probs(torch.tensor([1e30, -1e30, 0.0]), 1e-3).tolist() == [1.0, 0.0, 0.0]  # no NaN
+    for dtype in (torch.float16, torch.bfloat16):
+        low = next_token_probs(torch.tensor([1.0, 2.0, 3.0], dtype=dtype), 0.7, top_k=2)
+        assert low.dtype == dtype and low[0] == 0 and abs(float(low.sum()) - 1) < 1e-2
     with pytest.raises(ValueError, match=r"top_k must be an integer in \[1, 2\], got 3"):
         next_token_probs(torch.tensor([1.0, 2.0]), top_k=3)
 
