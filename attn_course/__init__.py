@@ -13,6 +13,7 @@ Every notebook imports it; each module covers one idea, in course order:
 * ``layers``    ``nn.Module`` wrappers that keep their last ``attention_weights``
 * ``multihead`` multi-head attention and the reshape trick (notebook 06)
 * ``positional`` sinusoidal positional encoding and its rotations (notebook 06)
+* ``rotary``    positions inside attention: rotary embeddings (RoPE) and the ALiBi bias (notebook 11)
 * ``plotting``  heatmaps (``show_heatmaps``) and the pieces every figure shares
 * ``plotting_pooling``  the figures of attention pooling (notebook 01)
 * ``plotting_interpolation``  the figures of Lagrange against Nadaraya-Watson (notebook 02)
@@ -25,6 +26,11 @@ Every notebook imports it; each module covers one idea, in course order:
 * ``seq2seq``   RNN encoder-decoders with and without Bahdanau attention (notebook 07)
 * ``transformer``  a tiny encoder-decoder Transformer from the course's pieces (notebook 08)
 * ``training``  training and greedy-decoding accuracy (notebooks 07-08)
+* ``decoder``   a decoder-only language model: causal self-attention in pre-norm blocks (notebook 09)
+* ``kvcache``   the KV cache: keys and values kept per layer while generating (notebook 09)
+* ``generation``  temperature, top-k and generating with or without the cache (notebook 09)
+* ``lmtask``    sequences that repeat their first half, training, previous-token and induction scores (notebook 09)
+* ``plotting_decoder``  the figures of the decoder-only model (notebook 09)
 * ``data``      the course's data, made in code
 * ``checks``    instant feedback for the exercises
 * ``efficient``  the online softmax and a tiled (FlashAttention) forward pass, causal and local (notebook 10)
@@ -48,15 +54,26 @@ dtype it is given and never modifies its inputs in place.
 
 from . import checks, data, tasks
 from .cost import attention_cost, loglog_slope
+from .decoder import DecoderOnlyLM
 from .efficient import block_counts, flash_attention, online_softmax
 from .efficient_cost import io_cost, peak_memory
 from .gallery import pattern_scores, plot_masking_demo, plot_pattern_gallery
+from .generation import generate, next_token_probs, time_per_token
 from .interpolation import curve_mean_var
 from .kernels import KERNELS, boxcar, constant, epanechnikov, gaussian, lagrange_basis, nadaraya_watson
+from .kvcache import KVCache, kv_cache_bytes
 from .layers import AdditiveAttention, DotProductAttention, NWKernelRegression
+from .lmtask import half_losses, head_scores, repeat_task, train_lm
 from .masking import causal_mask, masked_softmax, sequence_mask
-from .multihead import MultiHeadAttention, merge_heads, multi_head_attention, split_heads
+from .multihead import MultiHeadAttention, merge_heads, multi_head_attention, repeat_kv_heads, split_heads
 from .plotting import show_heatmaps
+from .plotting_decoder import (
+    plot_half_losses,
+    plot_head_patterns,
+    plot_head_scores,
+    plot_next_token,
+    plot_time_per_token,
+)
 from .plotting_efficient import plot_io_cost, plot_peak_memory, plot_tiles
 from .plotting_interpolation import plot_lagrange_basis, plot_noisy_fit, plot_weight_comparison
 from .plotting_models import plot_head_weights, plot_rotation, plot_transformer_attention
@@ -65,6 +82,7 @@ from .plotting_scoring import plot_saturation
 from .plotting_selfattention import plot_self_attention_steps, plot_worked_example, show_matrix
 from .plotting_training import plot_accuracy_by_length, plot_alignments, plot_decoding_step, plot_history
 from .positional import frequencies, positional_encoding, rotation_matrix
+from .rotary import alibi_bias, apply_rope
 from .scaling import dot_product_variance, mean_entropy
 from .scoring import additive_scores, attention_pooling, dot_product_scores, scaled_dot_product_attention
 from .selfattention import SelfAttentionSteps, self_attention_steps
@@ -160,4 +178,22 @@ __all__ = [
     "plot_io_cost",
     "plot_peak_memory",
     "plot_tiles",
+    "DecoderOnlyLM",
+    "KVCache",
+    "generate",
+    "half_losses",
+    "head_scores",
+    "kv_cache_bytes",
+    "next_token_probs",
+    "repeat_kv_heads",
+    "repeat_task",
+    "train_lm",
+    "time_per_token",
+    "plot_half_losses",
+    "plot_head_patterns",
+    "plot_head_scores",
+    "plot_next_token",
+    "plot_time_per_token",
+    "apply_rope",
+    "alibi_bias",
 ]

@@ -22,12 +22,15 @@ __all__ = [
     "require_rank",
     "require_same_dtype",
     "require_int",
+    "require_kv_heads",
     "require_number",
     "require_positive",
     "require_probability",
     "require_float_dtype",
     "require_mask",
     "require_choice",
+    "require_positions",
+    "require_min_rank",
     "require_valid_lens",
     "require_qkv",
     "require_tokens",
@@ -95,6 +98,20 @@ def require_int(value, name: str, low: int = 1, high: int | None = None, low_nam
     if value < low or (high is not None and value > high):
         raise ValueError(f"{name} must be {wanted}, got {value!r}")
     return value
+
+
+def require_kv_heads(num_heads: int, num_kv_heads: int | None) -> int:
+    """G, the number of key/value heads (``num_heads`` when None); H must be a multiple of G."""
+    require_int(num_heads, "num_heads")
+    if num_kv_heads is None:
+        return num_heads
+    require_int(num_kv_heads, "num_kv_heads")
+    if num_heads % num_kv_heads:
+        raise ValueError(
+            f"num_heads = {num_heads} must be a multiple of num_kv_heads = {num_kv_heads} "
+            f"(each key/value head serves num_heads / num_kv_heads query heads)"
+        )
+    return num_kv_heads
 
 
 def require_number(value, name: str, wanted: str = "", ok=None) -> float:
@@ -259,3 +276,24 @@ def require_bool(value, name: str) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
     return value
+
+
+def require_positions(positions, length: int, name: str = "positions") -> torch.Tensor:
+    """positions: an integer tensor of shape (L,) = (``length``,) with values >= 0 (RoPE's token positions)."""
+    _require_int_tensor(positions, name, "torch.arange(L)")
+    if tuple(positions.shape) != (length,):
+        raise ValueError(
+            f"{name} must have shape (L,) = ({length},), one position per row of x, got shape {tuple(positions.shape)}"
+        )
+    if positions.numel() and positions.device.type != "meta" and int(positions.min()) < 0:
+        raise ValueError(f"{name} must be non-negative integers, got {int(positions.min())}")
+    return positions
+
+
+def require_min_rank(x: torch.Tensor, name: str, low: int, meaning: str) -> torch.Tensor:
+    """Check ``x.ndim >= low``; ``meaning`` spells the expected shape, e.g. '(..., L, D)'."""
+    if x.ndim < low:
+        raise ValueError(
+            f"{name} must have shape {meaning} (at least {low}-D), got shape {tuple(x.shape)} ({x.ndim}-D)"
+        )
+    return x

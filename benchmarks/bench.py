@@ -1,4 +1,4 @@
-"""How fast the course feels: ``make bench`` runs this, prints three tables and writes ``benchmarks/results.md``.
+"""How fast the course feels: ``make bench`` runs this, prints the tables and writes ``benchmarks/results.md``.
 
 1. Notebook execution: seconds per notebook in a fresh kernel, and the floor (a kernel that only imports the
    course's libraries) measured in the same run; the ratio of the two.
@@ -6,10 +6,12 @@
    time from a control change to a finished PNG, against 100 ms and 200 ms.
 3. Attention kernels: attn_course's scaled dot-product attention and masked softmax against PyTorch's,
    ours / PyTorch's, against 1.5.
-4. Efficient attention: flash_attention against the fused kernel and the materialised formula, time and peak memory.
+4. Generation: time per new token with and without the KV cache, at 64 to 1024 tokens (notebook 09's model).
+5. Efficient attention: flash_attention against the fused kernel and the materialised formula, time and peak memory.
 
 The numbers are reported, not asserted: a person judges them (the machine may be busy with other work; the
-load average before and after is in the report). ``--only notebooks,sliders,kernels`` runs some parts.
+load average before and after is in the report). ``--only notebooks,sliders,kernels,generation,efficient`` runs some
+parts.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import time
 from pathlib import Path
 
 import efficient_bench
+import generation_bench
 import kernel_ratios
 import matplotlib
 import notebook_times
@@ -35,7 +38,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 RESULTS = Path(__file__).resolve().parent / "results.md"
-PARTS = ("notebooks", "sliders", "kernels", "efficient")
+PARTS = ("notebooks", "sliders", "kernels", "generation", "efficient")
 
 
 def _progress(message: str) -> None:
@@ -139,6 +142,20 @@ def kernels_section(results: list[kernel_ratios.Comparison]) -> tuple[str, list[
     return _table(header, rows), misses
 
 
+def generation_section(rows: list[dict]) -> str:
+    table = [[str(r["length"]), f"{r['cache_ms']:.2f}", f"{r['no_cache_ms']:.2f}", f"{r['speedup']:.1f}"] for r in rows]
+    return _table(["tokens before", "with cache ms", "without cache ms", "speed-up"], table)
+
+
+def _generation(threads: int) -> list[dict]:
+    """The generation timings, in a process of their own (as the kernel timings)."""
+    script = Path(generation_bench.__file__)
+    done = subprocess.run([sys.executable, str(script), "--threads", str(threads)], stdout=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{script.name} failed (exit {done.returncode}): see above")
+    return json.loads(done.stdout)
+
+
 def _kernels(threads: int, omp_wait: str) -> list[kernel_ratios.Comparison]:
     """The kernel comparisons, run in a process of their own with OpenMP's wait policy set."""
     env = dict(os.environ, OMP_WAIT_POLICY=omp_wait.upper())
@@ -186,10 +203,12 @@ def main(argv: list[str] | None = None) -> int:
         note = KERNEL_NOTE.format(threads=threads, omp_wait=args.omp_wait)
         sections.append(("3. Attention kernels", note, table))
         misses += [f"kernel {m}" for m in missed]
+    if "generation" in parts:
+        sections.append(("4. Generation", GENERATION_NOTE, generation_section(_generation(threads))))
     if "efficient" in parts:
         table, missed = efficient_bench.verdicts(efficient_bench.run(progress=_progress))
         note = efficient_bench.__doc__.split("\n\n", 1)[1].strip()
-        sections.append(("4. Efficient attention", note, _table(efficient_bench.HEADER, table)))
+        sections.append(("5. Efficient attention", note, _table(efficient_bench.HEADER, table)))
         misses += [f"efficient {m}" for m in missed]
 
     header = [
@@ -250,6 +269,12 @@ KERNEL_NOTE = (
     "the pooling as two matrix products around a softmax. At 10 keys every call takes microseconds and per-call "
     "costs dominate: the input checks, and five to seven ATen calls (each may wake the second thread) where the "
     "fused kernel makes one. `--omp-wait active` times with OpenMP's default policy (on an idle machine)."
+)
+
+GENERATION_NOTE = (
+    "`benchmarks/generation_bench.py`: notebook 09's `DecoderOnlyLM` (2 layers, D = 128, 4 heads, vocabulary 64, "
+    "float32, untrained), one new token after `tokens before` tokens, `attn_course.time_per_token` (the fastest of 5 "
+    "runs; with the cache, the cache is filled beforehand). Reported, not asserted."
 )
 
 

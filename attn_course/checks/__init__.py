@@ -41,6 +41,7 @@ from .nb06 import (
 )
 from .nb07 import check_alignment_position, check_bahdanau_step, check_context, check_memory_size
 from .nb08 import check_causal_row, check_ffn_parameters, check_layer_norm
+from .nb09 import check_cache_memory, check_cache_update, check_repeat_kv
 from .nb10 import check_causal_tiles, check_online_step, check_tiled_bytes
 
 __all__ = [
@@ -85,4 +86,7 @@ __all__ = [
     "check_online_step",
     "check_causal_tiles",
     "check_tiled_bytes",
+    "check_repeat_kv",
+    "check_cache_update",
+    "check_cache_memory",
 ]
