@@ -93,3 +93,30 @@ def test_readme_lists_every_notebook():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for path in NOTEBOOKS:
         assert f"(notebooks/{path.name})" in readme, f"README.md does not link {path.name}"
+
+
+EXERCISE = re.compile(r"^\*\*(\d+)\.\*\*", re.M)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_exercise_has_a_collapsed_solution(path):
+    """Each exercise (a markdown cell that starts a line with **N.**) is followed, before the next exercise, by
+    at least one cell tagged ``solution`` (one per exercise where a cell holds several), collapsed in JupyterLab
+    (``jupyter.source_hidden``)."""
+    blocks = []  # [exercise numbers of one markdown cell, number of solution cells after it]
+    for cell in cells(path):
+        if "solution" in tags(cell):
+            assert cell.get("metadata", {}).get("jupyter", {}).get("source_hidden") is True, (
+                f"{path.name}: a solution cell is not collapsed (metadata jupyter.source_hidden): {source(cell)[:60]!r}"
+            )
+            if blocks:
+                blocks[-1][1] += 1
+            continue
+        numbers = EXERCISE.findall(source(cell)) if cell["cell_type"] == "markdown" else []
+        if numbers:
+            blocks.append([[int(n) for n in numbers], 0])
+    numbers = [n for ns, _ in blocks for n in ns]
+    assert numbers, f"{path.name} has no exercise"
+    assert numbers == list(range(1, len(numbers) + 1)), f"{path.name}: exercises numbered {numbers}"
+    missing = [ns for ns, solutions in blocks if solutions < len(ns)]
+    assert not missing, f"{path.name}: exercises {missing} have fewer solution cells (tag 'solution') after them"
