@@ -15,6 +15,7 @@ from .nb05 import check_causal_mask, check_padding_causal_mask, check_padding_ma
 from .nb06 import check_parameter_count, check_rotation, check_split_shape
 from .nb07 import check_alignment_position, check_context, check_memory_size
 from .nb08 import check_causal_row, check_ffn_parameters, check_layer_norm
+from .nb11 import check_alibi_row, check_apply_rope, check_rope_angle
 
 __all__ = [
     "Feedback",
@@ -44,4 +45,7 @@ __all__ = [
     "check_layer_norm",
     "check_ffn_parameters",
     "check_causal_row",
+    "check_rope_angle",
+    "check_alibi_row",
+    "check_apply_rope",
 ]
