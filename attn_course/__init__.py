@@ -27,6 +27,11 @@ Every notebook imports it; each module covers one idea, in course order:
 * ``seq2seq``   RNN encoder-decoders with and without Bahdanau attention (notebook 07)
 * ``transformer``  a tiny encoder-decoder Transformer from the course's pieces (notebook 08)
 * ``training``  training and greedy-decoding accuracy (notebooks 07-08)
+* ``decoder``   a decoder-only language model: causal self-attention in pre-norm blocks (notebook 09)
+* ``kvcache``   the KV cache: keys and values kept per layer while generating (notebook 09)
+* ``generation``  temperature, top-k and generating with or without the cache (notebook 09)
+* ``lmtask``    sequences that repeat their first half, training, previous-token and induction scores (notebook 09)
+* ``plotting_decoder``  the figures of the decoder-only model (notebook 09)
 * ``data``      the course's data, made in code
 * ``checks``    instant feedback for the exercises
 
@@ -47,12 +52,16 @@ dtype it is given and never modifies its inputs in place.
 
 from . import checks, data, tasks
 from .cost import attention_cost, loglog_slope
+from .decoder import DecoderOnlyLM
 from .gallery import pattern_scores, plot_masking_demo, plot_pattern_gallery
+from .generation import generate, next_token_probs
 from .interpolation import curve_mean_var
 from .kernels import KERNELS, boxcar, constant, epanechnikov, gaussian, lagrange_basis, nadaraya_watson
+from .kvcache import KVCache, kv_cache_bytes
 from .layers import AdditiveAttention, DotProductAttention, NWKernelRegression
+from .lmtask import half_losses, head_scores, repeat_task, train_lm
 from .masking import causal_mask, masked_softmax, sequence_mask
-from .multihead import MultiHeadAttention, merge_heads, multi_head_attention, split_heads
+from .multihead import MultiHeadAttention, merge_heads, multi_head_attention, repeat_kv_heads, split_heads
 from .plotting import show_heatmaps
 from .plotting_interpolation import plot_lagrange_basis, plot_noisy_fit, plot_weight_comparison
 from .plotting_models import plot_head_weights, plot_rotation, plot_transformer_attention
@@ -156,4 +165,14 @@ __all__ = [
     "plot_rope_scores",
     "plot_alibi",
     "plot_extrapolation",
+    "DecoderOnlyLM",
+    "KVCache",
+    "generate",
+    "half_losses",
+    "head_scores",
+    "kv_cache_bytes",
+    "next_token_probs",
+    "repeat_kv_heads",
+    "repeat_task",
+    "train_lm",
 ]

@@ -22,6 +22,7 @@ __all__ = [
     "require_rank",
     "require_same_dtype",
     "require_int",
+    "require_kv_heads",
     "require_number",
     "require_positive",
     "require_probability",
@@ -97,6 +98,20 @@ def require_int(value, name: str, low: int = 1, high: int | None = None, low_nam
     if value < low or (high is not None and value > high):
         raise ValueError(f"{name} must be {wanted}, got {value!r}")
     return value
+
+
+def require_kv_heads(num_heads: int, num_kv_heads: int | None) -> int:
+    """G, the number of key/value heads (``num_heads`` when None); H must be a multiple of G."""
+    require_int(num_heads, "num_heads")
+    if num_kv_heads is None:
+        return num_heads
+    require_int(num_kv_heads, "num_kv_heads")
+    if num_heads % num_kv_heads:
+        raise ValueError(
+            f"num_heads = {num_heads} must be a multiple of num_kv_heads = {num_kv_heads} "
+            f"(each key/value head serves num_heads / num_kv_heads query heads)"
+        )
+    return num_kv_heads
 
 
 def require_number(value, name: str, wanted: str = "", ok=None) -> float:

@@ -6,6 +6,10 @@ batch: the reshape trick folds the head axis into the batch axis, ``(B, T, H * d
 
 ``multi_head_attention`` is the formula as a pure function; ``MultiHeadAttention`` is the layer that
 owns the four projections and calls it.
+
+Grouped-query attention (notebook 09): with ``num_kv_heads = G`` below H, ``W_k`` and ``W_v`` project to G
+heads only, and each key/value head serves H / G query heads (``repeat_kv_heads``). G = H is multi-head
+attention; G = 1 is multi-query attention.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from torch import nn
 from ._validate import (
     require_float,
     require_int,
+    require_kv_heads,
     require_mask,
     require_probability,
     require_qkv,
@@ -26,7 +31,7 @@ from ._validate import (
 )
 from .scoring import scaled_dot_product_attention
 
-__all__ = ["split_heads", "merge_heads", "multi_head_attention", "MultiHeadAttention"]
+__all__ = ["split_heads", "merge_heads", "repeat_kv_heads", "multi_head_attention", "MultiHeadAttention"]
 
 Projection = Callable[[torch.Tensor], torch.Tensor]
 
@@ -53,6 +58,18 @@ def merge_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     batch, steps, size = x.shape[0] // num_heads, x.shape[1], x.shape[2]
     x = x.reshape(batch, num_heads, steps, size)  # (B, H, T, dh)
     return x.permute(0, 2, 1, 3).reshape(batch, steps, num_heads * size)  # (B, T, H * dh)
+
+
+def repeat_kv_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
+    """(B, G, K, dh) -> (B, H, K, dh): key/value head ``g`` serves query heads ``g * H/G .. (g + 1) * H/G - 1``.
+
+    The order of ``torch.nn.functional.scaled_dot_product_attention(..., enable_gqa=True)``: query head ``h``
+    uses key/value head ``h // (H / G)``.
+    """
+    require_float(x, "x")
+    require_rank(x, "x", (4,), "(B, G, K, dh)")
+    require_kv_heads(num_heads, x.shape[1])
+    return x.repeat_interleave(num_heads // x.shape[1], dim=1)  # (B, G, K, dh) -> (B, H, K, dh)
 
 
 def _check_heads_input(queries, keys, values, num_heads, valid_lens, mask, projections) -> None:
@@ -93,6 +110,7 @@ def multi_head_attention(
     valid_lens: torch.Tensor | None = None,
     mask: torch.Tensor | None = None,
     dropout: Projection | None = None,
+    num_kv_heads: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``W_o(concat_h attention(W_q^h q, W_k^h k, W_v^h v))``: H scaled dot-product attentions side by side.
 
@@ -105,16 +123,27 @@ def multi_head_attention(
         valid_lens: None, (B,) or (B, Q), as in ``masked_softmax``; shared by all heads.
         mask: bool, ``True`` = may attend, (Q, K), (1, Q, K) or (B, Q, K); shared by all heads.
         dropout: optional function applied to the weights before they pool the values (``nn.Dropout``).
+        num_kv_heads: G, the number of key/value heads (None: G = H). With G < H, ``W_k`` and ``W_v`` project
+            to G * dh features and each key/value head serves H / G query heads (grouped-query attention).
 
     Returns:
         output (B, Q, D) and the weights of every head (B, H, Q, K).
     """
     projections = (("W_q", W_q), ("W_k", W_k), ("W_v", W_v), ("W_o", W_o))
     _check_heads_input(queries, keys, values, num_heads, valid_lens, mask, projections)
+    groups = require_kv_heads(num_heads, num_kv_heads)
     batch = queries.shape[0]
     q = split_heads(W_q(queries), num_heads)  # (B, Q, Dq) -> (B, Q, H * dh) -> (B * H, Q, dh)
-    k = split_heads(W_k(keys), num_heads)  # (B, K, Dk) -> (B, K, H * dh) -> (B * H, K, dh)
-    v = split_heads(W_v(values), num_heads)  # (B, K, Dv) -> (B, K, H * dh) -> (B * H, K, dh)
+    k = split_heads(W_k(keys), groups)  # (B, K, Dk) -> (B, K, G * dh) -> (B * G, K, dh)
+    v = split_heads(W_v(values), groups)  # (B, K, Dv) -> (B, K, G * dh) -> (B * G, K, dh)
+    if k.shape[-1] != q.shape[-1] or v.shape[-1] != q.shape[-1]:
+        raise ValueError(
+            f"W_k and W_v must give num_kv_heads * dh = {groups} * {q.shape[-1]} features, "
+            f"got {k.shape[-1] * groups} and {v.shape[-1] * groups}"
+        )
+    if groups != num_heads:  # each key/value head serves H / G query heads
+        k = repeat_kv_heads(k.reshape(batch, groups, *k.shape[1:]), num_heads).flatten(0, 1)  # -> (B * H, K, dh)
+        v = repeat_kv_heads(v.reshape(batch, groups, *v.shape[1:]), num_heads).flatten(0, 1)  # -> (B * H, K, dh)
     if valid_lens is not None:
         valid_lens = valid_lens.repeat_interleave(num_heads, dim=0)  # (B,) -> (B * H,), or (B, Q) -> (B * H, Q)
     if mask is not None and mask.ndim == 3:
@@ -133,6 +162,8 @@ class MultiHeadAttention(nn.Module):
         dropout: dropout probability on the attention weights.
         query_size, key_size, value_size: input sizes (default ``num_hiddens``).
         bias: whether the four projections have biases (default False).
+        num_kv_heads: G key/value heads (None: G = H); ``num_heads`` must be a multiple of G. ``W_k`` and ``W_v``
+            then map to G * dh features: the keys and values a cache keeps shrink by H / G.
 
     Called as ``(queries (B, Q, Dq), keys (B, K, Dk), values (B, K, Dv), valid_lens=None, mask=None)``;
     returns (B, Q, num_hiddens). ``valid_lens``: None, (B,) or (B, Q), as in ``masked_softmax``; ``mask``: bool,
@@ -149,19 +180,22 @@ class MultiHeadAttention(nn.Module):
         key_size: int | None = None,
         value_size: int | None = None,
         bias: bool = False,
+        num_kv_heads: int | None = None,
     ):
         super().__init__()
         require_int(num_hiddens, "num_hiddens")
         require_int(num_heads, "num_heads")
         if num_hiddens % num_heads:
             raise ValueError(f"num_hiddens = {num_hiddens} must be divisible by num_heads = {num_heads}")
+        self.num_kv_heads = require_kv_heads(num_heads, num_kv_heads)
+        kv_size = num_hiddens // num_heads * self.num_kv_heads  # G * dh
         sizes = {}
         for name, value in (("query_size", query_size), ("key_size", key_size), ("value_size", value_size)):
             sizes[name] = num_hiddens if value is None else require_int(value, name)
         self.num_heads = num_heads
         self.W_q = nn.Linear(sizes["query_size"], num_hiddens, bias=bias)
-        self.W_k = nn.Linear(sizes["key_size"], num_hiddens, bias=bias)
-        self.W_v = nn.Linear(sizes["value_size"], num_hiddens, bias=bias)
+        self.W_k = nn.Linear(sizes["key_size"], kv_size, bias=bias)
+        self.W_v = nn.Linear(sizes["value_size"], kv_size, bias=bias)
         self.W_o = nn.Linear(num_hiddens, num_hiddens, bias=bias)
         self.dropout = nn.Dropout(require_probability(dropout))
         self.attention_weights: torch.Tensor | None = None
@@ -188,6 +222,7 @@ class MultiHeadAttention(nn.Module):
             valid_lens,
             mask,
             self.dropout,
+            self.num_kv_heads,
         )
         self.attention_weights = weights.detach()  # (B, H, Q, K)
         return output  # (B, Q, D)

@@ -1,0 +1,222 @@
+"""A decoder-only language model: causal self-attention in pre-norm blocks (notebook 09).
+
+Notebook 08's decoder without the encoder and the cross-attention: a stack of blocks, each
+``x + attention(LayerNorm(x))`` then ``x + FFN(LayerNorm(x))`` (pre-norm, as in GPT-2 and its successors), a final
+LayerNorm and a linear layer to the vocabulary. Position ``t`` attends to positions ``0..t``; the logits at ``t``
+predict token ``t + 1``.
+
+Positions enter in one of five ways (``positional``): ``"learned"`` (a table of vectors added to the tokens),
+``"sinusoidal"`` (notebook 06's encoding, added), ``"rope"`` (queries and keys rotated per head,
+``attn_course.rotary.apply_rope``), ``"alibi"`` (a distance penalty added to the scores,
+``attn_course.rotary.alibi_bias``) and ``"none"``.
+
+Shapes: ``B`` batch, ``T`` positions fed in this call, ``K`` positions attended to (kept in a cache, then the
+new ones), ``D`` model size, ``H`` query heads, ``G`` key/value heads, ``dh = D / H``, ``U`` FFN units,
+``L`` layers, ``C`` vocabulary size.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from ._validate import require_choice, require_int, require_kv_heads, require_probability, require_tokens
+from .kvcache import KVCache
+from .multihead import MultiHeadAttention, repeat_kv_heads
+from .positional import positional_encoding
+from .transformer import PositionWiseFFN
+
+__all__ = ["POSITIONAL", "window_mask", "causal_attention", "DecoderOnlyBlock", "DecoderOnlyLM"]
+
+POSITIONAL = ("learned", "sinusoidal", "rope", "alibi", "none")
+
+
+def window_mask(q_pos: torch.Tensor, k_pos: torch.Tensor, window: int | None = None, sinks: int = 0) -> torch.Tensor:
+    """(Q, K) bool, ``True`` = may attend: key position ``j <= i``, the query's position, and, with a ``window``,
+    ``i - j < window`` or ``j < sinks`` (the first ``sinks`` positions stay visible, as in StreamingLLM)."""
+    distance = q_pos.unsqueeze(1) - k_pos.unsqueeze(0)  # (Q, 1) - (1, K) -> (Q, K): how far back each key is
+    allowed = distance >= 0  # causal: never a later position
+    if window is not None:
+        allowed = allowed & ((distance < window) | (k_pos < sinks).unsqueeze(0))
+    return allowed
+
+
+def causal_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor, bias: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``softmax(q k^T / sqrt(dh) + bias)`` over the allowed keys, times ``v``.
+
+    Args:
+        q: (B, H, T, dh); k, v: (B, H, K, dh). mask: (T, K) bool, ``True`` = may attend; every row allows at least
+            one key (the query's own position). bias: None or (H, T, K), added to the scores (ALiBi).
+
+    Returns:
+        output (B, H, T, dh) and weights (B, H, T, K).
+    """
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, T, dh) x (B, H, dh, K) -> (B, H, T, K)
+    if bias is not None:
+        scores = scores + bias  # + (H, T, K), broadcast over the batch
+    weights = torch.softmax(scores.masked_fill(~mask, -math.inf), dim=-1)  # (B, H, T, K); masked: exactly 0
+    return weights @ v, weights  # (B, H, T, K) x (B, H, K, dh) -> (B, H, T, dh)
+
+
+class DecoderOnlyBlock(nn.Module):
+    """``x + attention(LayerNorm(x))``, then ``x + FFN(LayerNorm(x))``: causal self-attention, pre-norm.
+
+    The projections are those of a ``MultiHeadAttention(num_hiddens, num_heads, num_kv_heads=G)`` (``W_q``,
+    ``W_k``, ``W_v``, ``W_o``); the block splits them into heads itself, so that a cache can keep the keys and values
+    (B, G, K, dh) and RoPE can rotate queries and keys. Keeps the last weights in ``.attention_weights`` (B, H, T, K).
+    """
+
+    def __init__(self, num_hiddens, num_heads, ffn_hiddens, num_kv_heads=None, dropout=0.0, positional="learned"):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(num_hiddens)
+        self.attention = MultiHeadAttention(num_hiddens, num_heads, num_kv_heads=num_kv_heads)
+        self.norm2 = nn.LayerNorm(num_hiddens)
+        self.ffn = PositionWiseFFN(num_hiddens, ffn_hiddens)
+        self.dropout = nn.Dropout(dropout)
+        self.positional = positional
+        self.attention_weights: torch.Tensor | None = None
+
+    def forward(self, x, positions, mask, bias=None, cache=None, layer=0, keep_heads=None):
+        """x (B, T, D), positions (T,), mask (T, K), bias None or (H, T, K), keep_heads None or (H,) -> (B, T, D)."""
+        att, (B, T, D) = self.attention, x.shape
+        H, G = att.num_heads, att.num_kv_heads
+        h = self.norm1(x)
+        q = att.W_q(h).reshape(B, T, H, D // H).transpose(1, 2)  # (B, T, H * dh) -> (B, H, T, dh)
+        k = att.W_k(h).reshape(B, T, G, D // H).transpose(1, 2)  # (B, T, G * dh) -> (B, G, T, dh)
+        v = att.W_v(h).reshape(B, T, G, D // H).transpose(1, 2)  # (B, G, T, dh)
+        if self.positional == "rope":
+            from .rotary import apply_rope
+
+            q, k = apply_rope(q, positions), apply_rope(k, positions)  # rotate by each position's angle
+        if cache is not None:
+            k, v = cache.update(layer, k, v)  # (B, G, K, dh): the kept positions, then the new ones
+        out, weights = causal_attention(q, repeat_kv_heads(k, H), repeat_kv_heads(v, H), mask, bias)  # (B, H, T, dh)
+        self.attention_weights = weights.detach()
+        if keep_heads is not None:
+            out = out * keep_heads.view(1, H, 1, 1)  # 0 silences a head (ablation)
+        x = x + self.dropout(att.W_o(out.transpose(1, 2).reshape(B, T, D)))  # (B, H, T, dh) -> (B, T, D)
+        return x + self.dropout(self.ffn(self.norm2(x)))  # (B, T, D)
+
+
+class DecoderOnlyLM(nn.Module):
+    """A decoder-only language model: ``model(tokens (B, T)) -> logits (B, T, C)``; logits at ``t`` predict ``t + 1``.
+
+    Args:
+        vocab_size: C. num_hiddens: D, divisible by ``num_heads``. num_heads: H. num_layers: L.
+        max_len: the longest sequence (positions ``0..max_len - 1``) for ``"learned"`` and ``"sinusoidal"``.
+        num_kv_heads: G key/value heads (None: G = H); H must be a multiple of G.
+        positional: one of ``POSITIONAL``. ffn_hiddens: U (default 4 D). dropout: on the sublayers' outputs.
+
+    ``forward(tokens, cache=None, window=None, sinks=0, ablate=())``: with a :class:`KVCache`, ``tokens`` continue
+    the sequence the cache holds. ``window`` limits each query to the ``window`` most recent positions plus the
+    first ``sinks`` (the attention a sliding-window cache gives). ``ablate``: (layer, head) pairs whose output is
+    set to 0.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        num_hiddens: int,
+        num_heads: int,
+        num_layers: int,
+        max_len: int,
+        *,
+        num_kv_heads: int | None = None,
+        positional: str = "learned",
+        ffn_hiddens: int | None = None,
+        dropout: float = 0.0,
+    ):
+        super().__init__()
+        self.vocab_size = require_int(vocab_size, "vocab_size")
+        require_int(num_hiddens, "num_hiddens")
+        require_int(num_heads, "num_heads")
+        require_int(num_layers, "num_layers")
+        self.max_len = require_int(max_len, "max_len")
+        require_kv_heads(num_heads, num_kv_heads)
+        self.positional = require_choice(positional, "positional", POSITIONAL)
+        ffn_hiddens = 4 * num_hiddens if ffn_hiddens is None else require_int(ffn_hiddens, "ffn_hiddens")
+        require_probability(dropout)
+        if num_hiddens % num_heads:
+            raise ValueError(f"num_hiddens = {num_hiddens} must be divisible by num_heads = {num_heads}")
+        if positional == "rope" and (num_hiddens // num_heads) % 2:
+            raise ValueError(
+                f"positional='rope' needs an even head size, got num_hiddens / num_heads = {num_hiddens // num_heads}"
+            )
+        self.num_heads = num_heads
+        self.embedding = nn.Embedding(vocab_size, num_hiddens)
+        if positional == "learned":
+            self.pos_embedding = nn.Embedding(max_len, num_hiddens)
+        elif positional == "sinusoidal":
+            self.register_buffer("pos_encoding", positional_encoding(max_len, num_hiddens), persistent=False)
+        self.drop = nn.Dropout(dropout)
+        self.blocks = nn.ModuleList(
+            DecoderOnlyBlock(num_hiddens, num_heads, ffn_hiddens, num_kv_heads, dropout, positional)
+            for _ in range(num_layers)
+        )
+        self.norm = nn.LayerNorm(num_hiddens)
+        self.head = nn.Linear(num_hiddens, vocab_size)
+
+    def _alibi(self, positions: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor:
+        """ALiBi's bias (H, T, K) for any query and key positions: the bias at distance 1, times the distance."""
+        from .rotary import alibi_bias
+
+        per_step = alibi_bias(self.num_heads, 2, 2, device=positions.device)[:, 1, 0]  # (H,): query 1 to key 0
+        distance = (positions.unsqueeze(1) - k_pos.unsqueeze(0)).clamp(min=0)  # (T, K); later keys are masked
+        return per_step.view(-1, 1, 1) * distance.to(per_step.dtype)  # (H, 1, 1) * (T, K) -> (H, T, K)
+
+    def forward(self, tokens, cache=None, *, window=None, sinks=0, ablate=()):
+        require_tokens(tokens, "tokens", self.vocab_size)
+        if tokens.shape[1] == 0:
+            raise ValueError(f"tokens must hold at least one position, got shape {tuple(tokens.shape)}")
+        if cache is not None and not isinstance(cache, KVCache):
+            raise TypeError(f"cache must be an attn_course.KVCache or None, got {type(cache).__name__}")
+        if cache is not None and cache.num_layers != len(self.blocks):
+            raise ValueError(f"cache must have num_layers = {len(self.blocks)}, got {cache.num_layers}")
+        if window is not None:
+            require_int(window, "window")
+        require_int(sinks, "sinks", 0)
+        start = 0 if cache is None else cache.next_position
+        positions = torch.arange(start, start + tokens.shape[1], device=tokens.device)  # (T,)
+        if self.positional in ("learned", "sinusoidal") and start + tokens.shape[1] > self.max_len:
+            raise ValueError(
+                f"positions up to {start + tokens.shape[1] - 1} requested; a model with positional="
+                f"'{self.positional}' has max_len = {self.max_len} (positions 0..{self.max_len - 1})"
+            )
+        keep = self._kept_heads(ablate, tokens.device)
+        k_pos = positions if cache is None else cache.key_positions(positions)  # (K,)
+        mask = window_mask(positions, k_pos, window, sinks)  # (T, K)
+        bias = self._alibi(positions, k_pos) if self.positional == "alibi" else None
+        x = self.embedding(tokens)  # (B, T) -> (B, T, D)
+        if self.positional == "learned":
+            x = x + self.pos_embedding(positions)  # + (T, D)
+        elif self.positional == "sinusoidal":
+            x = x + self.pos_encoding[positions]  # + (T, D)
+        x = self.drop(x)
+        for layer, block in enumerate(self.blocks):
+            x = block(x, positions, mask, bias, cache, layer, keep[layer])
+        if cache is not None:
+            cache.advance(positions, window, sinks)
+        return self.head(self.norm(x))  # (B, T, D) -> (B, T, C)
+
+    def _kept_heads(self, ablate, device) -> list[torch.Tensor | None]:
+        """Per layer, None (all heads) or (H,) with 0 at each ablated head."""
+        keep: list[torch.Tensor | None] = [None] * len(self.blocks)
+        for pair in ablate:
+            if not (isinstance(pair, tuple) and len(pair) == 2):
+                raise TypeError(f"ablate must hold (layer, head) pairs, got {pair!r}")
+            layer = require_int(pair[0], "layer in ablate", 0, len(self.blocks) - 1)
+            head = require_int(pair[1], "head in ablate", 0, self.num_heads - 1)
+            if keep[layer] is None:
+                keep[layer] = torch.ones(self.num_heads, device=device)
+            keep[layer][head] = 0.0
+        return keep
+
+    def attention_weights(self) -> torch.Tensor:
+        """The last forward pass's weights, stacked over layers: (B, L, H, T, K)."""
+        if self.blocks[0].attention_weights is None:
+            raise RuntimeError("no attention weights yet: call the model first")
+        return torch.stack([b.attention_weights for b in self.blocks], dim=1)

@@ -1,0 +1,91 @@
+"""Generating text with a decoder-only model, with and without a KV cache (notebook 09).
+
+Each step turns the logits of the last position into a distribution over the next token (temperature, top-k),
+draws a token, appends it and feeds it back. Without a cache the model reads the whole sequence again at every
+step; with a :class:`~attn_course.kvcache.KVCache` it reads the newest token only.
+
+Shapes: ``B`` batch, ``T`` prompt length, ``N`` new tokens, ``C`` vocabulary size.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ._validate import require_finite, require_float, require_int, require_number, require_rank, require_tokens
+from .kvcache import KVCache
+
+__all__ = ["next_token_probs", "generate"]
+
+
+def next_token_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None) -> torch.Tensor:
+    """``softmax(logits / temperature)`` over the ``top_k`` largest logits (all when None): (..., C) -> (..., C).
+
+    Temperature 0 is greedy decoding: probability 1 on the largest logit (the first one, on a tie). Logits tied
+    with the ``top_k``-th largest are kept too.
+    """
+    require_float(logits, "logits")
+    require_rank(logits, "logits", (1, 2, 3), "(C,), (B, C) or (B, T, C)")
+    require_finite(logits, "logits")
+    temperature = require_number(temperature, "temperature", ">= 0", lambda t: t >= 0)
+    if top_k is not None:
+        require_int(top_k, "top_k", 1, logits.shape[-1])
+    if temperature == 0:
+        return nn.functional.one_hot(logits.argmax(-1), logits.shape[-1]).to(logits.dtype)  # (..., C)
+    if top_k is not None:
+        kth = logits.topk(top_k, dim=-1).values[..., -1:]  # (..., 1): the k-th largest logit
+        logits = logits.masked_fill(logits < kth, -torch.inf)  # the others get probability exactly 0
+    return torch.softmax(logits / temperature, dim=-1)  # (..., C)
+
+
+@torch.no_grad()
+def generate(
+    model: nn.Module,
+    prompt: torch.Tensor,
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    use_cache: bool = True,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Continue ``prompt`` (B, T) by ``max_new_tokens`` tokens: returns (B, T + N).
+
+    Args:
+        model: a ``DecoderOnlyLM`` (any module called as ``model(tokens, cache)`` with ``.blocks`` and
+            ``.vocab_size``). It is run in evaluation mode, then put back in the mode it was in.
+        temperature, top_k: as in :func:`next_token_probs`; temperature 0 is greedy decoding.
+        use_cache: feed only the newest token, reusing the keys and values of the others (a ``KVCache``), or
+            feed the whole sequence again at every step. Both give the same tokens.
+        generator: the random generator of the draws (None: PyTorch's global one).
+    """
+    if not isinstance(model, nn.Module) or not hasattr(model, "blocks") or not hasattr(model, "vocab_size"):
+        raise TypeError(f"model must be a DecoderOnlyLM, got {type(model).__name__}")
+    require_tokens(prompt, "prompt", model.vocab_size)
+    if prompt.shape[1] == 0:
+        raise ValueError(f"prompt must hold at least one token, got shape {tuple(prompt.shape)}")
+    require_int(max_new_tokens, "max_new_tokens", 0)
+    require_number(temperature, "temperature", ">= 0", lambda t: t >= 0)
+    if top_k is not None:
+        require_int(top_k, "top_k", 1, model.vocab_size)
+    if not isinstance(use_cache, bool):
+        raise TypeError(f"use_cache must be True or False, got {use_cache!r} ({type(use_cache).__name__})")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+    was_training = model.training
+    model.eval()
+    try:
+        tokens = prompt
+        cache = KVCache(len(model.blocks)) if use_cache else None
+        fed = prompt  # what the model reads next: the prompt, then one token (cache) or everything (no cache)
+        for _ in range(max_new_tokens):
+            logits = model(fed, cache)[:, -1]  # (B, C): the prediction of the last position
+            probs = next_token_probs(logits, temperature, top_k)
+            if temperature == 0:
+                nxt = probs.argmax(-1, keepdim=True)  # (B, 1)
+            else:
+                nxt = torch.multinomial(probs, 1, generator=generator)  # (B, 1)
+            tokens = torch.cat([tokens, nxt], dim=1)  # (B, t + 1)
+            fed = nxt if use_cache else tokens
+    finally:
+        model.train(was_training)
+    return tokens

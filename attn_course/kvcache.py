@@ -1,0 +1,86 @@
+"""The KV cache of a decoder-only model (notebook 09): the keys and values of every position seen so far.
+
+Generating token ``t + 1`` needs the attention of the newest position only: its query against the keys and
+values of positions ``0..t``. Causal masking means that the keys and values of the earlier positions never
+change when a token is appended, so they are computed once and kept, per layer. A step then costs one position's
+projections plus one row of attention, instead of the whole prefix again.
+
+Shapes: ``B`` batch, ``G`` key/value heads, ``K`` positions kept, ``dh`` head size, ``L`` layers.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ._validate import require_int, require_tensor
+
+__all__ = ["KVCache", "kv_cache_bytes"]
+
+
+def kv_cache_bytes(
+    num_layers: int, num_kv_heads: int, head_size: int, length: int, bytes_per_value: int = 2, batch_size: int = 1
+) -> int:
+    """``2 x L x G x dh x length x bytes x B``: the keys and the values of every layer, head and position."""
+    require_int(num_layers, "num_layers")
+    require_int(num_kv_heads, "num_kv_heads")
+    require_int(head_size, "head_size")
+    require_int(length, "length", 0)
+    require_int(bytes_per_value, "bytes_per_value")
+    require_int(batch_size, "batch_size")
+    return 2 * num_layers * num_kv_heads * head_size * length * bytes_per_value * batch_size
+
+
+class KVCache:
+    """Per layer, the keys and values (B, G, K, dh) of the positions kept, and those positions (K,).
+
+    ``DecoderOnlyLM.forward(tokens, cache)`` reads and extends it: each layer calls :meth:`update` with the new
+    positions' keys and values and attends to everything returned; after the last layer the model calls
+    :meth:`advance`, which records the new positions and, with a sliding window, drops the keys no later query may
+    see (all but the ``sinks`` first positions and the ``window - 1`` most recent).
+
+    Args:
+        num_layers: L, one slot per layer.
+    """
+
+    def __init__(self, num_layers: int):
+        self.num_layers = require_int(num_layers, "num_layers")
+        self.keys: list[torch.Tensor | None] = [None] * num_layers
+        self.values: list[torch.Tensor | None] = [None] * num_layers
+        self.positions: torch.Tensor | None = None  # (K,) int64: the position of every key kept
+        self.next_position = 0  # the position of the next token fed in
+
+    def __len__(self) -> int:
+        """K, the number of positions kept."""
+        return 0 if self.positions is None else self.positions.numel()
+
+    def key_positions(self, new_positions: torch.Tensor) -> torch.Tensor:
+        """The positions of the keys the new positions attend to: those kept, then the new ones. (K + T,)"""
+        return new_positions if self.positions is None else torch.cat([self.positions, new_positions])
+
+    def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Append one layer's new keys and values (B, G, T, dh); return all of them (B, G, K + T, dh)."""
+        require_int(layer, "layer", 0, self.num_layers - 1)
+        require_tensor(k, "k")
+        require_tensor(v, "v")
+        if self.keys[layer] is not None:
+            k = torch.cat([self.keys[layer], k], dim=2)  # (B, G, K, dh) + (B, G, T, dh) -> (B, G, K + T, dh)
+            v = torch.cat([self.values[layer], v], dim=2)
+        self.keys[layer], self.values[layer] = k, v
+        return k, v
+
+    def advance(self, new_positions: torch.Tensor, window: int | None = None, sinks: int = 0) -> None:
+        """Record the positions just fed (T,); with a ``window``, drop the keys that no later query may see."""
+        positions = self.key_positions(new_positions)  # (K + T,)
+        self.next_position = int(new_positions[-1]) + 1
+        if window is not None:
+            keep = (positions < sinks) | (positions > self.next_position - window)  # the next query's window
+            positions = positions[keep]
+            for layer in range(self.num_layers):
+                if self.keys[layer] is not None:
+                    self.keys[layer] = self.keys[layer][:, :, keep]  # (B, G, K', dh)
+                    self.values[layer] = self.values[layer][:, :, keep]
+        self.positions = positions
+
+    def nbytes(self) -> int:
+        """The memory the keys and values take, in bytes."""
+        return sum(t.numel() * t.element_size() for t in self.keys + self.values if t is not None)

@@ -1,0 +1,149 @@
+"""A language-modelling task made in code, its training loop and the head scores (notebook 09).
+
+``repeat_task`` makes sequences ``<bos> a_1 .. a_n a_1 .. a_n`` of random tokens: the first half cannot be
+predicted (each token is a fresh draw), the second half can, but only by copying from the context. Two heads
+working together do it (an induction circuit): a *previous-token* head writes into position ``i`` which token came
+before it; an *induction* head at position ``n + i`` (token ``a_i``) looks for the earlier position whose previous
+token is ``a_i``, which is position ``i + 1``, and copies the token found there, ``a_{i+1}``.
+
+Shapes: ``B`` batch, ``n`` half length, ``T = 2 n + 1`` positions, ``C`` vocabulary size, ``L`` layers,
+``H`` heads.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from ._validate import require_int, require_positive, require_tokens
+
+__all__ = ["BOS_TOKEN", "repeat_task", "half_losses", "LMHistory", "train_lm", "head_scores"]
+
+BOS_TOKEN = 0  # the first token of every sequence; the random tokens are 1 .. C - 1
+
+
+def repeat_task(
+    batch_size: int, half_len: int, vocab_size: int, *, generator: torch.Generator | None = None
+) -> torch.Tensor:
+    """(B, 2 n + 1) int64: ``BOS_TOKEN``, then n tokens drawn uniformly from ``1 .. C - 1``, then the same n again."""
+    require_int(batch_size, "batch_size")
+    require_int(half_len, "half_len")
+    require_int(vocab_size, "vocab_size", 2)
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+    first = torch.randint(1, vocab_size, (batch_size, half_len), generator=generator)  # (B, n)
+    bos = torch.full((batch_size, 1), BOS_TOKEN, dtype=torch.long)
+    return torch.cat([bos, first, first], dim=1)  # (B, 1 + n + n)
+
+
+def _half_losses(logits: torch.Tensor, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean next-token loss over the first half's tokens and over the repeated half's, as tensors."""
+    half = (tokens.shape[1] - 1) // 2
+    loss = nn.functional.cross_entropy(logits[:, :-1].transpose(1, 2), tokens[:, 1:], reduction="none")  # (B, T-1)
+    return loss[:, :half].mean(), loss[:, half:].mean()  # targets 1..n, then n + 1..2n
+
+
+@torch.no_grad()
+def half_losses(model: nn.Module, tokens: torch.Tensor, ablate=()) -> tuple[float, float]:
+    """Next-token loss (nats) on the first half's tokens and on the repeated half's, for sequences of
+    ``repeat_task``; ``ablate`` as in ``DecoderOnlyLM.forward``. Random guessing gives ``log(C - 1)`` on both."""
+    require_tokens(tokens, "tokens", getattr(model, "vocab_size", 2**62))
+    if tokens.shape[1] < 3 or tokens.shape[1] % 2 == 0:
+        raise ValueError(f"tokens must be repeat_task sequences of 2 n + 1 >= 3 positions, got {tuple(tokens.shape)}")
+    first, second = _half_losses(model(tokens, ablate=ablate), tokens)
+    return float(first), float(second)
+
+
+@dataclass
+class LMHistory:
+    """What :func:`train_lm` measured, one entry per step: the loss on the first and on the repeated half of the
+    step's training batch, and the wall-clock seconds in all."""
+
+    first_half: list[float] = field(default_factory=list)
+    second_half: list[float] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def train_lm(
+    model: nn.Module,
+    steps: int,
+    *,
+    batch_size: int = 32,
+    half_len: int | tuple[int, int] = 16,
+    lr: float = 3e-3,
+    generator: torch.Generator | None = None,
+    warmup: int = 20,
+) -> LMHistory:
+    """Train ``model`` with AdamW on the next-token loss of every position of fresh ``repeat_task`` batches.
+
+    ``half_len``: n, or a range ``(low, high)`` from which each step draws its n (inclusive). With one n, the
+    position alone tells where the copy lies (n - 1 places back) and a model may learn that instead of copying by
+    content; a range of n rules this out. The learning rate rises linearly over ``warmup`` steps, then decays to 0
+    along a half cosine. Each step draws a new batch from ``generator`` (so the model never sees a sequence twice);
+    gradients are clipped to norm 1.
+    """
+    if not isinstance(model, nn.Module) or not hasattr(model, "vocab_size"):
+        raise TypeError(f"model must be a DecoderOnlyLM, got {type(model).__name__}")
+    require_int(steps, "steps")
+    require_int(batch_size, "batch_size")
+    if isinstance(half_len, tuple) and len(half_len) == 2:
+        low = require_int(half_len[0], "half_len[0]")
+        high = require_int(half_len[1], "half_len[1]", low, low_name="half_len[0]")
+    else:
+        low = high = require_int(half_len, "half_len")
+    require_positive(lr, "lr")
+    require_int(warmup, "warmup", 0)
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    warmup = min(warmup, steps - 1)
+
+    def factor(step: int) -> float:  # of lr: up to 1 over the warmup, then down to 0 along a half cosine
+        if step < warmup:
+            return (step + 1) / (warmup + 1)
+        return 0.5 * (1 + math.cos(math.pi * (step - warmup) / (steps - warmup)))
+
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+    history, started = LMHistory(), time.perf_counter()
+    model.train()
+    for _ in range(steps):
+        n = low if low == high else int(torch.randint(low, high + 1, (1,), generator=generator))
+        tokens = repeat_task(batch_size, n, model.vocab_size, generator=generator)  # (B, 2 n + 1)
+        logits = model(tokens)  # (B, T, C)
+        loss = nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), tokens[:, 1:].reshape(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        first, second = _half_losses(logits.detach(), tokens)
+        history.first_half.append(float(first))
+        history.second_half.append(float(second))
+    model.eval()
+    history.seconds = time.perf_counter() - started
+    return history
+
+
+@torch.no_grad()
+def head_scores(model: nn.Module, tokens: torch.Tensor) -> dict[str, torch.Tensor]:
+    """How much each head behaves as a previous-token head and as an induction head, on ``repeat_task`` sequences.
+
+    Returns ``{"previous": (L, H), "induction": (L, H)}``: the mean attention weight from position ``t`` to
+    ``t - 1`` (over ``t = 1 .. 2n``), and from position ``n + i`` to ``i + 1`` (over ``i = 1 .. n - 1``), averaged
+    over the batch. A head that always looks where the name says scores 1.
+    """
+    require_tokens(tokens, "tokens", getattr(model, "vocab_size", 2**62))
+    if tokens.shape[1] < 5 or tokens.shape[1] % 2 == 0:
+        raise ValueError(f"tokens must be repeat_task sequences of 2 n + 1 >= 5 positions, got {tuple(tokens.shape)}")
+    model(tokens)
+    weights = model.attention_weights()  # (B, L, H, T, T)
+    half = (tokens.shape[1] - 1) // 2
+    t = torch.arange(1, tokens.shape[1])
+    previous = weights[..., t, t - 1].mean(dim=(0, -1))  # (B, L, H, 2n) -> (L, H)
+    i = torch.arange(1, half)
+    induction = weights[..., half + i, i + 1].mean(dim=(0, -1))  # (B, L, H, n - 1) -> (L, H)
+    return {"previous": previous, "induction": induction}
