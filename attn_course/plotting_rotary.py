@@ -10,7 +10,6 @@ import math
 
 import matplotlib.pyplot as plt
 import numpy as np
-import seaborn as sns
 import torch
 from matplotlib.figure import Figure
 
@@ -244,6 +243,8 @@ def plot_extrapolation(
         raise ValueError(
             f"results must be a DataFrame with columns scheme, seed, test_len and {metric}, missing {sorted(missing)}"
         )
+    import seaborn as sns  # here, not at the top: only this figure needs it, and it takes a second to import
+
     if ax is None:
         fig, ax = plt.subplots(figsize=(8, 4.2), layout="constrained")
     fig = ax.figure
