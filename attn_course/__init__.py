@@ -54,7 +54,7 @@ from . import checks, data, tasks
 from .cost import attention_cost, loglog_slope
 from .decoder import DecoderOnlyLM
 from .gallery import pattern_scores, plot_masking_demo, plot_pattern_gallery
-from .generation import generate, next_token_probs
+from .generation import generate, next_token_probs, time_per_token
 from .interpolation import curve_mean_var
 from .kernels import KERNELS, boxcar, constant, epanechnikov, gaussian, lagrange_basis, nadaraya_watson
 from .kvcache import KVCache, kv_cache_bytes
@@ -63,6 +63,13 @@ from .lmtask import half_losses, head_scores, repeat_task, train_lm
 from .masking import causal_mask, masked_softmax, sequence_mask
 from .multihead import MultiHeadAttention, merge_heads, multi_head_attention, repeat_kv_heads, split_heads
 from .plotting import show_heatmaps
+from .plotting_decoder import (
+    plot_half_losses,
+    plot_head_patterns,
+    plot_head_scores,
+    plot_next_token,
+    plot_time_per_token,
+)
 from .plotting_interpolation import plot_lagrange_basis, plot_noisy_fit, plot_weight_comparison
 from .plotting_models import plot_head_weights, plot_rotation, plot_transformer_attention
 from .plotting_pooling import plot_kernels, plot_nw_fit, plot_query_weights, plot_regression
@@ -175,4 +182,10 @@ __all__ = [
     "repeat_kv_heads",
     "repeat_task",
     "train_lm",
+    "time_per_token",
+    "plot_half_losses",
+    "plot_head_patterns",
+    "plot_head_scores",
+    "plot_next_token",
+    "plot_time_per_token",
 ]

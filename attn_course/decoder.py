@@ -164,7 +164,8 @@ class DecoderOnlyLM(nn.Module):
         """ALiBi's bias (H, T, K) for any query and key positions: the bias at distance 1, times the distance."""
         from .rotary import alibi_bias
 
-        per_step = alibi_bias(self.num_heads, 2, 2, device=positions.device)[:, 1, 0]  # (H,): query 1 to key 0
+        dtype = self.head.weight.dtype
+        per_step = alibi_bias(self.num_heads, 2, 2, device=positions.device, dtype=dtype)[:, 1, 0]  # (H,): -m_h
         distance = (positions.unsqueeze(1) - k_pos.unsqueeze(0)).clamp(min=0)  # (T, K); later keys are masked
         return per_step.view(-1, 1, 1) * distance.to(per_step.dtype)  # (H, 1, 1) * (T, K) -> (H, T, K)
 

@@ -9,13 +9,16 @@ Shapes: ``B`` batch, ``T`` prompt length, ``N`` new tokens, ``C`` vocabulary siz
 
 from __future__ import annotations
 
+import math
+import time
+
 import torch
 from torch import nn
 
 from ._validate import require_finite, require_float, require_int, require_number, require_rank, require_tokens
 from .kvcache import KVCache
 
-__all__ = ["next_token_probs", "generate"]
+__all__ = ["next_token_probs", "generate", "time_per_token"]
 
 
 def next_token_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None) -> torch.Tensor:
@@ -89,3 +92,40 @@ def generate(
     finally:
         model.train(was_training)
     return tokens
+
+
+@torch.no_grad()
+def time_per_token(model: nn.Module, lengths, *, use_cache: bool, repeats: int = 5, seed: int = 0) -> list[float]:
+    """Seconds to compute the next token's logits when ``n`` tokens precede it, for each ``n`` in ``lengths``.
+
+    With the cache, the ``n`` tokens are already in a ``KVCache`` (filled beforehand, not timed) and the model reads
+    the newest token only; without it, the model reads all ``n + 1`` tokens. Each time is the fastest of ``repeats``
+    runs (the least disturbed by other work on the machine). Tokens are random, drawn with ``seed``.
+    """
+    if not isinstance(model, nn.Module) or not hasattr(model, "blocks") or not hasattr(model, "vocab_size"):
+        raise TypeError(f"model must be a DecoderOnlyLM, got {type(model).__name__}")
+    lengths = [require_int(n, "each length") for n in lengths]
+    require_int(repeats, "repeats")
+    if not isinstance(use_cache, bool):
+        raise TypeError(f"use_cache must be True or False, got {use_cache!r} ({type(use_cache).__name__})")
+    device = next(model.parameters()).device
+    generator = torch.Generator().manual_seed(seed)
+    was_training = model.training
+    model.eval()
+    results = []
+    try:
+        for n in lengths:
+            tokens = torch.randint(0, model.vocab_size, (1, n + 1), generator=generator).to(device)  # (1, n + 1)
+            best = math.inf
+            for _ in range(repeats):
+                cache = None
+                if use_cache:
+                    cache = KVCache(len(model.blocks))
+                    model(tokens[:, :n], cache)  # the n earlier tokens, kept (not timed)
+                started = time.perf_counter()
+                model(tokens[:, n:], cache) if use_cache else model(tokens)
+                best = min(best, time.perf_counter() - started)
+            results.append(best)
+    finally:
+        model.train(was_training)
+    return results

@@ -6,9 +6,11 @@
    time from a control change to a finished PNG, against 100 ms and 200 ms.
 3. Attention kernels: attn_course's scaled dot-product attention and masked softmax against PyTorch's,
    ours / PyTorch's, against 1.5.
+4. Generation: time per new token with and without the KV cache, at 64 to 1024 tokens (notebook 09's model).
 
 The numbers are reported, not asserted: a person judges them (the machine may be busy with other work; the
-load average before and after is in the report). ``--only notebooks,sliders,kernels`` runs some parts.
+load average before and after is in the report). ``--only notebooks,sliders,kernels,generation`` runs some
+parts.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import sys
 import time
 from pathlib import Path
 
+import generation_bench
 import kernel_ratios
 import matplotlib
 import notebook_times
@@ -33,7 +36,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 RESULTS = Path(__file__).resolve().parent / "results.md"
-PARTS = ("notebooks", "sliders", "kernels")
+PARTS = ("notebooks", "sliders", "kernels", "generation")
 
 
 def _progress(message: str) -> None:
@@ -137,6 +140,20 @@ def kernels_section(results: list[kernel_ratios.Comparison]) -> tuple[str, list[
     return _table(header, rows), misses
 
 
+def generation_section(rows: list[dict]) -> str:
+    table = [[str(r["length"]), f"{r['cache_ms']:.2f}", f"{r['no_cache_ms']:.2f}", f"{r['speedup']:.1f}"] for r in rows]
+    return _table(["tokens before", "with cache ms", "without cache ms", "speed-up"], table)
+
+
+def _generation(threads: int) -> list[dict]:
+    """The generation timings, in a process of their own (as the kernel timings)."""
+    script = Path(generation_bench.__file__)
+    done = subprocess.run([sys.executable, str(script), "--threads", str(threads)], stdout=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{script.name} failed (exit {done.returncode}): see above")
+    return json.loads(done.stdout)
+
+
 def _kernels(threads: int, omp_wait: str) -> list[kernel_ratios.Comparison]:
     """The kernel comparisons, run in a process of their own with OpenMP's wait policy set."""
     env = dict(os.environ, OMP_WAIT_POLICY=omp_wait.upper())
@@ -184,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
         note = KERNEL_NOTE.format(threads=threads, omp_wait=args.omp_wait)
         sections.append(("3. Attention kernels", note, table))
         misses += [f"kernel {m}" for m in missed]
+    if "generation" in parts:
+        sections.append(("4. Generation", GENERATION_NOTE, generation_section(_generation(threads))))
 
     header = [
         "# Benchmarks",
@@ -243,6 +262,12 @@ KERNEL_NOTE = (
     "the pooling as two matrix products around a softmax. At 10 keys every call takes microseconds and per-call "
     "costs dominate: the input checks, and five to seven ATen calls (each may wake the second thread) where the "
     "fused kernel makes one. `--omp-wait active` times with OpenMP's default policy (on an idle machine)."
+)
+
+GENERATION_NOTE = (
+    "`benchmarks/generation_bench.py`: notebook 09's `DecoderOnlyLM` (2 layers, D = 128, 4 heads, vocabulary 64, "
+    "float32, untrained), one new token after `tokens before` tokens, `attn_course.time_per_token` (the fastest of 5 "
+    "runs; with the cache, the cache is filled beforehand). Reported, not asserted."
 )
 
 

@@ -467,3 +467,12 @@ def test_task_training_and_score_errors():
         KVCache(0)
     with pytest.raises(ValueError, match=r"length must be an integer >= 0, got -1"):
         kv_cache_bytes(1, 1, 1, -1)
+
+
+def test_alibi_bias_for_any_positions_equals_the_square_bias_of_the_rotary_module():
+    from attn_course.rotary import alibi_bias
+
+    model = _model("alibi")
+    got = model._alibi(torch.arange(6), torch.arange(6))
+    assert_close(got, alibi_bias(4, 6, 6, dtype=torch.float64))
+    assert_close(model._alibi(torch.arange(3, 6), torch.arange(6)), alibi_bias(4, 3, 6, dtype=torch.float64))

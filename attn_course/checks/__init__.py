@@ -15,6 +15,7 @@ from .nb05 import check_causal_mask, check_padding_causal_mask, check_padding_ma
 from .nb06 import check_parameter_count, check_rotation, check_split_shape
 from .nb07 import check_alignment_position, check_context, check_memory_size
 from .nb08 import check_causal_row, check_ffn_parameters, check_layer_norm
+from .nb09 import check_cache_memory, check_cache_update, check_repeat_kv
 from .nb11 import check_alibi_row, check_apply_rope, check_rope_angle
 
 __all__ = [
@@ -48,4 +49,7 @@ __all__ = [
     "check_rope_angle",
     "check_alibi_row",
     "check_apply_rope",
+    "check_repeat_kv",
+    "check_cache_update",
+    "check_cache_memory",
 ]

@@ -1,0 +1,127 @@
+"""Figures of notebook 09: training curves of the two halves, head patterns, the next-token distribution and the
+time per generated token.
+
+The model, the cache and the training loop are in ``decoder``, ``kvcache``, ``generation`` and ``lmtask``; this
+module only draws what they return.
+"""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+
+from ._validate import require_float, require_int, require_rank
+from .cost import loglog_slope
+from .generation import next_token_probs
+from .lmtask import LMHistory
+from .plotting import _draw_matrix, _new_axes, _np, _thin_ticks
+
+__all__ = ["plot_half_losses", "plot_head_scores", "plot_head_patterns", "plot_next_token", "plot_time_per_token"]
+
+
+def plot_half_losses(history: LMHistory, vocab_size: int, smooth: int = 10, ax=None, figsize=(6.0, 3.2)) -> Figure:
+    """The loss on the first half and on the repeated half of each training batch, against the step.
+
+    Both start at the loss of a uniform guess; a dashed line marks ``log(C - 1)``, the best the first half allows.
+    ``smooth``: the curves are running means over that many steps.
+    """
+    if not isinstance(history, LMHistory) or not history.first_half:
+        raise TypeError(f"history must be the LMHistory of train_lm, got {type(history).__name__}")
+    require_int(vocab_size, "vocab_size", 2)
+    require_int(smooth, "smooth")
+    fig, ax = _new_axes(ax, figsize)
+    kernel = np.ones(smooth) / smooth
+    for values, label in ((history.first_half, "first half (new tokens)"), (history.second_half, "repeated half")):
+        curve = np.convolve(values, kernel, mode="valid") if len(values) >= smooth else np.asarray(values)
+        ax.plot(np.arange(len(curve)) + (len(values) - len(curve)), curve, label=label)
+    ax.axhline(math.log(vocab_size - 1), color="grey", ls="--", lw=1, label=f"log({vocab_size - 1}): a uniform guess")
+    ax.set(xlabel="training step", ylabel="cross-entropy (nats)", title="next-token loss on each half")
+    ax.set_ylim(bottom=0)
+    ax.legend(loc="lower left", fontsize=8)
+    return fig
+
+
+def plot_head_scores(scores: dict[str, torch.Tensor], figsize=(7.0, 2.6)) -> Figure:
+    """The previous-token and induction scores of every head, (L, H) each, as two annotated grids."""
+    if not isinstance(scores, dict) or set(scores) != {"previous", "induction"}:
+        raise TypeError("scores must be the dict of head_scores: {'previous': (L, H), 'induction': (L, H)}")
+    fig, axes = plt.subplots(1, 2, figsize=figsize, layout="constrained")
+    for ax, (name, title) in zip(
+        axes, (("previous", "previous-token score"), ("induction", "induction score")), strict=True
+    ):
+        data = _np(scores[name])
+        mesh = _draw_matrix(ax, data, 0.0, 1.0, "viridis", annotate=True)
+        ax.set_xticks(np.arange(data.shape[1]) + 0.5, [str(h) for h in range(data.shape[1])])
+        ax.set_yticks(np.arange(data.shape[0]) + 0.5, [f"layer {layer + 1}" for layer in range(data.shape[0])])
+        ax.set(xlabel="head", title=title)
+    fig.colorbar(mesh, ax=axes, shrink=0.8, label="mean weight")
+    return fig
+
+
+def plot_head_patterns(weights: torch.Tensor, heads, labels=None, titles=None, figsize=(8.0, 3.8)) -> Figure:
+    """Attention weights of a few heads on one sequence, side by side.
+
+    Args:
+        weights: (L, H, T, T) one sequence's weights (``model.attention_weights()[b]``).
+        heads: (layer, head) pairs, counted from 0. labels: T token names for the axes (optional).
+        titles: one title per head (default "layer l, head h").
+    """
+    require_float(weights, "weights")
+    require_rank(weights, "weights", (4,), "(L, H, T, T)")
+    fig, axes = plt.subplots(1, len(heads), figsize=figsize, layout="constrained", squeeze=False)
+    n = weights.shape[-1]
+    for i, (ax, (layer, head)) in enumerate(zip(axes[0], heads, strict=True)):
+        mesh = _draw_matrix(ax, _np(weights[layer, head]), 0.0, 1.0, "Blues", annotate=False)
+        _thin_ticks(ax, "x", labels, n, max_ticks=40)
+        _thin_ticks(ax, "y", labels, n, max_ticks=40)
+        ax.tick_params(labelsize=6)
+        ax.set(xlabel="key position", title=titles[i] if titles else f"layer {layer + 1}, head {head}")
+        if i == 0:
+            ax.set_ylabel("query position")
+    fig.colorbar(mesh, ax=axes[0].tolist(), shrink=0.8, label="weight")
+    return fig
+
+
+def plot_next_token(
+    logits: torch.Tensor,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    labels=None,
+    target=None,
+    ax=None,
+    figsize=(7.0, 3.0),
+) -> Figure:
+    """The next-token distribution ``next_token_probs(logits, temperature, top_k)`` as bars over the vocabulary.
+
+    Args:
+        logits: (C,) one position's logits. labels: C token names (optional). target: the index of the token that
+            truly comes next, drawn in another colour (optional).
+    """
+    require_rank(logits, "logits", (1,), "(C,)")
+    probs = _np(next_token_probs(logits, temperature, top_k))
+    fig, ax = _new_axes(ax, figsize)
+    colours = ["tab:blue"] * len(probs)
+    if target is not None:
+        colours[int(target)] = "tab:orange"
+    ax.bar(np.arange(len(probs)), probs, color=colours)
+    names = [str(x) for x in (labels if labels is not None else range(len(probs)))]
+    ax.set_xticks(np.arange(len(probs)), names, fontsize=7)
+    kept = "all tokens" if top_k is None else f"top {top_k}"
+    ax.set(xlabel="next token", ylabel="probability", ylim=(0, 1.02))
+    ax.set_title(f"temperature {temperature:g}, {kept}: largest p = {probs.max():.2f}")
+    return fig
+
+
+def plot_time_per_token(lengths, seconds: dict[str, list[float]], ax=None, figsize=(5.5, 3.4)) -> Figure:
+    """Seconds per generated token against the sequence length, log-log, one line per method, with its slope."""
+    fig, ax = _new_axes(ax, figsize)
+    for (name, values), marker in zip(seconds.items(), "os^", strict=False):
+        slope = loglog_slope(list(lengths), list(values))
+        ax.loglog(lengths, np.asarray(values) * 1e3, marker=marker, label=f"{name} (slope {slope + 0.0:.2f})")
+    ax.set(xlabel="tokens already in the sequence", ylabel="ms per new token", title="time per generated token")
+    ax.legend(fontsize=8)
+    return fig

@@ -1,0 +1,98 @@
+"""attn_course.plotting_decoder and time_per_token: the figures and timings of notebook 09."""
+
+import math
+
+import matplotlib
+import matplotlib.pyplot as plt
+import pytest
+import torch
+from matplotlib.figure import Figure
+
+from attn_course import (
+    DecoderOnlyLM,
+    head_scores,
+    plot_half_losses,
+    plot_head_patterns,
+    plot_head_scores,
+    plot_next_token,
+    plot_time_per_token,
+    repeat_task,
+    time_per_token,
+)
+from attn_course.lmtask import LMHistory
+
+matplotlib.use("Agg")
+
+
+@pytest.fixture(autouse=True)
+def _close():
+    yield
+    plt.close("all")
+
+
+def _model():
+    torch.manual_seed(0)
+    return DecoderOnlyLM(9, 16, 2, 2, 40).eval()
+
+
+def test_plot_half_losses_draws_both_halves_smoothed_and_the_uniform_line():
+    history = LMHistory(first_half=[3.0] * 30, second_half=[3.0 - 0.1 * i for i in range(30)])
+    fig = plot_half_losses(history, vocab_size=9, smooth=5)
+    ax = fig.axes[0]
+    first, second, uniform = ax.lines
+    assert len(first.get_ydata()) == 26  # running mean over 5 of 30 values
+    assert second.get_ydata()[0] == pytest.approx(3.0 - 0.1 * 2)  # mean of steps 0..4
+    assert uniform.get_ydata()[0] == pytest.approx(math.log(8))
+    with pytest.raises(TypeError, match="history must be the LMHistory of train_lm"):
+        plot_half_losses({}, 9)
+
+
+def test_plot_head_scores_annotates_every_head():
+    scores = head_scores(_model(), repeat_task(4, 5, 9, generator=torch.Generator().manual_seed(0)))
+    fig = plot_head_scores(scores)
+    assert isinstance(fig, Figure)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert texts == [f"{v:.2f}" for v in scores["previous"].flatten().tolist()]
+    with pytest.raises(TypeError, match="scores must be the dict of head_scores"):
+        plot_head_scores({"previous": scores["previous"]})
+
+
+def test_plot_head_patterns_one_panel_per_head():
+    model = _model()
+    tokens = repeat_task(1, 4, 9, generator=torch.Generator().manual_seed(0))
+    model(tokens)
+    weights = model.attention_weights()[0]  # (L, H, T, T)
+    fig = plot_head_patterns(weights, [(0, 1), (1, 0)], labels=[str(t) for t in tokens[0].tolist()])
+    assert [ax.get_title() for ax in fig.axes[:2]] == ["layer 1, head 1", "layer 2, head 0"]
+    with pytest.raises(ValueError, match=r"weights must have shape \(L, H, T, T\)"):
+        plot_head_patterns(weights[0], [(0, 0)])
+
+
+def test_plot_next_token_bars_are_the_distribution():
+    logits = torch.tensor([2.0, 1.0, 0.0, -1.0])
+    fig = plot_next_token(logits, temperature=0.5, top_k=2, target=1)
+    heights = [bar.get_height() for bar in fig.axes[0].patches]
+    want = torch.softmax(torch.tensor([4.0, 2.0]), 0).tolist() + [0.0, 0.0]
+    assert heights == pytest.approx(want)
+    assert "top 2" in fig.axes[0].get_title()
+    assert fig.axes[0].patches[1].get_facecolor() != fig.axes[0].patches[0].get_facecolor()
+    with pytest.raises(ValueError, match=r"logits must have shape \(C,\)"):
+        plot_next_token(torch.zeros(2, 4))
+
+
+def test_plot_time_per_token_gives_each_line_its_slope():
+    fig = plot_time_per_token([10, 100], {"a": [1e-3, 1e-2], "b": [1e-3, 1e-3 * 10**0.5]})
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["a (slope 1.00)", "b (slope 0.50)"]
+
+
+def test_time_per_token_gives_one_positive_time_per_length_and_restores_the_mode():
+    model = _model().train()
+    times = time_per_token(model, [4, 8], use_cache=True, repeats=2)
+    assert len(times) == 2 and all(t > 0 for t in times)
+    assert len(time_per_token(model, [4], use_cache=False, repeats=1)) == 1
+    assert model.training
+    with pytest.raises(TypeError, match="use_cache must be True or False"):
+        time_per_token(model, [4], use_cache=None)
+    with pytest.raises(ValueError, match="each length must be an integer >= 1, got 0"):
+        time_per_token(model, [0], use_cache=True)
