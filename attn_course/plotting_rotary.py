@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from ._validate import require_float, require_int, require_rank
 from .plotting import _draw_matrix, _np, _thin_ticks, _updatable, _update_matrix
@@ -55,20 +56,23 @@ def plot_rope_angles(
     left.set_aspect("equal")
     left.set_xlim(-1.15, 1.15)
     left.set_ylim(-1.15, 1.15)
+    left.set_xticks([-1, 0, 1])
+    left.set_yticks([-1, 0, 1])
     left.set_xlabel("cos(p w_j)")
     left.set_ylabel("sin(p w_j)")
     positions = np.arange(max_position + 1)
     wrapped = np.mod(positions[:, None] * omega, TWO_PI)  # (P, D/2)
     for j, c in enumerate(colours):
-        right.plot(positions, wrapped[:, j], ".", color=c, markersize=3, label=f"j = {j}")  # dots: no line at a wrap
+        right.plot(positions, wrapped[:, j], ".", color=c, markersize=3)  # dots: no line where the angle wraps
     marker = right.axvline(position, color="black", linestyle="--", linewidth=1)
     right.set_xlim(0, max_position)
     right.set_ylim(0, TWO_PI)
     right.set_yticks([0, math.pi, TWO_PI], ["0", "pi", "2 pi"])
     right.set_xlabel("position p")
     right.set_ylabel("angle p w_j (mod 2 pi)")
-    right.set_title("Fast pairs wrap around, slow pairs barely move", fontsize=10)
-    right.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), title="pair", title_fontsize=7)
+    right.set_title(
+        f"Pair j = 0 (darkest) wraps around fast, pair j = {len(omega) - 1} (yellow) barely moves", fontsize=10
+    )
 
     def draw(p: int) -> None:
         for arrow, angle in zip(arrows, p * omega, strict=True):
@@ -184,20 +188,21 @@ def plot_alibi(head: int = 1, num_heads: int = 8, length: int = 16, axes=None) -
         _, axes = plt.subplots(1, 2, figsize=(10.5, 4), layout="constrained", width_ratios=(1, 1.2))
     left, right = axes
     mesh = _draw_matrix(left, bias[head - 1], vmin, 0.0, "Blues_r", annotate=False)
-    left.figure.colorbar(mesh, ax=left, label="bias added to the score")
-    _thin_ticks(left, "x", None, length, max_ticks=9)
-    _thin_ticks(left, "y", None, length, max_ticks=9)
+    colorbar = left.figure.colorbar(mesh, ax=left, label="bias added to the score")
+    colorbar.locator = MaxNLocator(4)  # few tick labels: each costs a redraw time
+    _thin_ticks(left, "x", None, length, max_ticks=5)
+    _thin_ticks(left, "y", None, length, max_ticks=5)
     left.set_xlabel("key position j (above the diagonal: masked)")
     left.set_ylabel("query position i")
     distance = np.arange(length)
     colours = plt.get_cmap("plasma")(np.linspace(0, 0.85, num_heads))
-    lines = [
-        right.plot(distance, bias[h, -1, ::-1], color=colours[h], label=f"h = {h + 1}")[0] for h in range(num_heads)
-    ]
+    lines = [right.plot(distance, bias[h, -1, ::-1], color=colours[h])[0] for h in range(num_heads)]
+    right.text(distance[-1], bias[0, -1, 0], " h = 1", fontsize=8, va="center")  # the steepest line
+    right.text(distance[-1], bias[-1, -1, 0], f" h = {num_heads}", fontsize=8, va="center")  # the flattest
     right.set_xlabel("distance i - j")
     right.set_ylabel("bias -m_h (i - j)")
     right.set_title("Every head: a line of slope -m_h", fontsize=10)
-    right.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), title="head", title_fontsize=7)
+    right.set_xlim(0, length + 1.5)  # room for the labels at the lines' ends
 
     def draw(h: int) -> None:
         _update_matrix(left, bias[h - 1], vmin, 0.0)
