@@ -137,13 +137,15 @@ def plot_rope_scores(q: torch.Tensor, k: torch.Tensor, offset: int = 3, num_posi
     left.set_title("RoPE: score against the offset", fontsize=10)
     low, high = min(rope.min(), additive.min()), max(rope.max(), additive.max())
     pad = 0.05 * (high - low)
-    (rope_line,) = right.plot([], [], ".-", color="C0", label="RoPE: rope(q, j + offset) . rope(k, j)")
-    (add_line,) = right.plot([], [], ".-", color="C1", label="additive: (q + P[j + offset]) . (k + P[j])")
+    (rope_line,) = right.plot([], [], ".-", color="C0", label="RoPE")
+    (add_line,) = right.plot([], [], ".-", color="C1", label="additive (q + P) . (k + P)")
     right.set_xlim(-0.5, num_positions - 0.5)
-    right.set_ylim(low - pad, high + pad)
+    right.set_ylim(low - pad, high + 5 * pad)  # room at the top for the legend
     right.set_xlabel("key position j")
     right.set_ylabel("score")
-    right.legend(fontsize=7, loc="center left")
+    right.legend(fontsize=8, loc="upper left", ncols=2)
+    for ax in (left, right):
+        ax.yaxis.set_major_locator(MaxNLocator(5))  # few tick labels: each costs redraw time
 
     def draw(o: int) -> None:
         j = np.arange(num_positions - o)
