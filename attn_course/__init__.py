@@ -21,6 +21,7 @@ Every notebook imports it; each module covers one idea, in course order:
 * ``plotting_selfattention``  the matrices of the worked example, step by step (notebook 04)
 * ``plotting_models``  the figures of multi-head attention, positional encoding and the Transformer (06, 08)
 * ``plotting_training``  training curves, accuracy by length, alignments, greedy decoding (notebook 07)
+* ``plotting_rotary``  RoPE's angles and scores, ALiBi's bias, the extrapolation experiment (notebook 11)
 * ``widgets``   slider panels around the plotting functions
 * ``tasks``     a sequence-to-sequence task made in code: reversing digits (notebooks 07-08)
 * ``seq2seq``   RNN encoder-decoders with and without Bahdanau attention (notebook 07)
@@ -78,6 +79,7 @@ from .plotting_efficient import plot_io_cost, plot_peak_memory, plot_tiles
 from .plotting_interpolation import plot_lagrange_basis, plot_noisy_fit, plot_weight_comparison
 from .plotting_models import plot_head_weights, plot_rotation, plot_transformer_attention
 from .plotting_pooling import plot_kernels, plot_nw_fit, plot_query_weights, plot_regression
+from .plotting_rotary import plot_alibi, plot_extrapolation, plot_rope_angles, plot_rope_scores
 from .plotting_scoring import plot_saturation
 from .plotting_selfattention import plot_self_attention_steps, plot_worked_example, show_matrix
 from .plotting_training import plot_accuracy_by_length, plot_alignments, plot_decoding_step, plot_history
@@ -178,6 +180,12 @@ __all__ = [
     "plot_io_cost",
     "plot_peak_memory",
     "plot_tiles",
+    "apply_rope",
+    "alibi_bias",
+    "plot_rope_angles",
+    "plot_rope_scores",
+    "plot_alibi",
+    "plot_extrapolation",
     "DecoderOnlyLM",
     "KVCache",
     "generate",
@@ -194,6 +202,4 @@ __all__ = [
     "plot_head_scores",
     "plot_next_token",
     "plot_time_per_token",
-    "apply_rope",
-    "alibi_bias",
 ]

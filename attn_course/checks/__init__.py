@@ -43,6 +43,7 @@ from .nb07 import check_alignment_position, check_bahdanau_step, check_context, 
 from .nb08 import check_causal_row, check_ffn_parameters, check_layer_norm
 from .nb09 import check_cache_memory, check_cache_update, check_repeat_kv
 from .nb10 import check_causal_tiles, check_online_step, check_tiled_bytes
+from .nb11 import check_alibi_row, check_apply_rope, check_rope_angle
 
 __all__ = [
     "Feedback",
@@ -86,6 +87,9 @@ __all__ = [
     "check_online_step",
     "check_causal_tiles",
     "check_tiled_bytes",
+    "check_rope_angle",
+    "check_alibi_row",
+    "check_apply_rope",
     "check_repeat_kv",
     "check_cache_update",
     "check_cache_memory",

@@ -1,0 +1,127 @@
+"""Checks for the exercises of notebook 11 (RoPE, ALiBi and extrapolation)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..rotary import alibi_bias, apply_rope
+from ._feedback import Feedback, _close, _hint, _number, _ok, _tensor_problem
+
+__all__ = ["check_rope_angle", "check_alibi_row", "check_apply_rope"]
+
+
+def check_rope_angle(answer) -> Feedback:
+    """The angle (radians) by which RoPE turns pair j = 1 of a D = 8 vector at position p = 5 (base 10000)."""
+    value = _number(answer, "the angle in radians")
+    if isinstance(value, Feedback):
+        return value
+    right = 5 * 10000 ** (-2 / 8)  # p * w_1 = 5 * 0.1
+    if math.isclose(value, right, rel_tol=1e-3):
+        return _ok("w_1 = 10000^(-2/8) = 0.1, so pair 1 turns by 5 * 0.1 = 0.5 radian; pair 0 turns by 5.")
+    if math.isclose(value, 5.0, rel_tol=1e-3):
+        return _hint("that is pair 0's angle (w_0 = 1); pair 1 has a lower frequency.")
+    if math.isclose(value, 5 * 10000 ** (-1 / 8), rel_tol=1e-3):
+        return _hint("the exponent is -2j / D with j = 1, that is -2/8, not -1/8.")
+    if math.isclose(value, 5 * 10000 ** (-4 / 8), rel_tol=1e-3):
+        return _hint("j counts pairs, not columns: pair 1 holds columns 2 and 3, and its exponent is -2 * 1 / 8.")
+    if math.isclose(value, 5 / 10000 ** (-2 / 8), rel_tol=1e-3):
+        return _hint("multiply the position by w_j = 10000^(-2j/D); do not divide by it.")
+    if math.isclose(value, math.degrees(right), rel_tol=1e-3):
+        return _hint("in radians, please, not degrees.")
+    return _hint("the angle is p * w_j with w_j = 10000^(-2j / D); here p = 5, j = 1 and D = 8.")
+
+
+def check_alibi_row(row) -> Feedback:
+    """The bias that head h = 2 of H = 4 adds to query 3's scores over keys 0..5 (Q = K = 6), as a (6,) tensor."""
+    problem = _tensor_problem(row, (6,), "a (6,) tensor: one bias per key")
+    if problem is not None:
+        return problem
+    if not row.is_floating_point():
+        return _hint(f"slopes are fractions: use a floating-point tensor, got {row.dtype}.")
+    want = alibi_bias(4, 6, 6, dtype=torch.float64)[1, 3]  # head 2 is index 1
+    if _close(row, want):
+        return _ok("slope m_2 = 2^(-8 * 2 / 4) = 1/16: -3/16, -2/16, -1/16 for keys 0..2, 0 on the diagonal and after.")
+    if _close(row, -want):
+        return _hint("the bias is a penalty: far keys get a negative bias, so their scores go down.")
+    m = 2 ** (-4.0)
+    symmetric = torch.tensor([-m * abs(3 - j) for j in range(6)], dtype=torch.float64)
+    if _close(row, symmetric):
+        return _hint("keys after query 3 are masked by the causal mask: ALiBi gives them 0 here, not -m (j - i).")
+    for h in (1, 3):  # a head numbered from 0, or a slope read off the wrong head
+        if _close(row, alibi_bias(4, 6, 6, dtype=torch.float64)[h - 1, 3]):
+            return _hint(
+                f"that is head {h}'s row; heads are numbered h = 1 .. H, and head 2's slope is 2^(-8 * 2 / 4)."
+            )
+    return _hint("bias[j] = -m * (3 - j) for j <= 3 and 0 after, with m = 2^(-8 h / H), h = 2, H = 4.")
+
+
+# Hidden cases: shapes (..., L, D) and positions that are not simply 0 .. L - 1.
+_CASES = [((5, 8), None), ((2, 7, 16), None), ((3, 2, 4, 6), None), ((1, 4), None)]
+
+
+def _variant(x, positions, pairing="interleaved", sign=1.0, exponent=2.0):
+    """RoPE with one thing changed, to name what a wrong answer does."""
+    d = x.shape[-1]
+    omega = 10000.0 ** (-exponent * torch.arange(d // 2, dtype=torch.float64) / d)  # (D/2,)
+    angles = sign * positions.double().unsqueeze(-1) * omega  # (L, D/2)
+    cos, sin = angles.cos(), angles.sin()
+    if pairing == "interleaved":
+        a, b = x[..., 0::2], x[..., 1::2]
+    else:  # half-split: column j with column j + D/2
+        a, b = x[..., : d // 2], x[..., d // 2 :]
+    first, second = a * cos - b * sin, a * sin + b * cos
+    if pairing == "interleaved":
+        return torch.stack((first, second), dim=-1).flatten(-2)
+    return torch.cat((first, second), dim=-1)
+
+
+def check_apply_rope(fn) -> Feedback:
+    """A learner's ``fn(x, positions)`` against ``apply_rope`` on random cases the learner does not see."""
+    if fn is None:
+        return _hint("replace None with your function: my_rope(x, positions) returning the rotated x.")
+    if not callable(fn):
+        return _hint(f"expected a function fn(x, positions), got {type(fn).__name__}.")
+    gen = torch.Generator().manual_seed(11)
+    for shape, _ in _CASES:
+        x = torch.randn(shape, generator=gen, dtype=torch.float64)
+        positions = torch.randperm(40, generator=gen)[: shape[-2]]  # (L,): shuffled, not 0 .. L - 1
+        before = x.clone()
+        try:
+            got = fn(x, positions)
+        except Exception as error:  # the learner's code may raise anything: name it
+            return _hint(f"your function raised {type(error).__name__}: {error}")
+        if got is None:
+            return _hint("your function returned None: return the rotated tensor.")
+        problem = _tensor_problem(got, tuple(shape), f"a tensor of x's shape {tuple(shape)}")
+        if problem is not None:
+            return problem
+        if not torch.equal(x, before):
+            return _hint("your function changed x in place; build a new tensor instead.")
+        want = apply_rope(x, positions)
+        if _close(got, want, 1e-6):
+            continue
+        if _close(got, x, 1e-6):
+            return _hint("nothing was rotated: the result equals x.")
+        if _close(got, _variant(x, positions, pairing="half"), 1e-6):
+            return _hint(
+                "you paired column j with column j + D/2 (the half-split convention); here pair j is (2j, 2j + 1)."
+            )
+        if _close(got, _variant(x, positions, sign=-1.0), 1e-6):
+            return _hint("wrong sign: that turns clockwise; out[2j+1] = x[2j] sin + x[2j+1] cos, with a plus.")
+        if _close(got, apply_rope(x, torch.arange(shape[-2])), 1e-6):
+            return _hint("you used the row index 0 .. L - 1 as the position; use the positions argument.")
+        for exponent in (1.0, 4.0, -2.0):
+            if _close(got, _variant(x, positions, exponent=exponent), 1e-6):
+                return _hint(
+                    f"wrong frequency: you used base^({-exponent:g} j / D); pair j turns at w_j = base^(-2j / D)."
+                )
+        pairs_got = got.detach().double().reshape(*shape[:-1], -1, 2).norm(dim=-1)
+        pairs_x = x.reshape(*shape[:-1], -1, 2).norm(dim=-1)
+        if not _close(pairs_got, pairs_x, 1e-6):
+            return _hint("a rotation keeps the length of every pair (2j, 2j + 1); yours changes it: check cos and sin.")
+        return _hint(
+            "each pair keeps its length, but the angles are off: pair j at position p turns by p * base^(-2j/D)."
+        )
+    return _ok(f"your function agrees with ac.apply_rope on {len(_CASES)} hidden cases, including shuffled positions.")

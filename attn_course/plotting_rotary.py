@@ -1,0 +1,274 @@
+"""The figures of notebook 11: RoPE's angles and scores, ALiBi's bias, and the extrapolation experiment.
+
+Each helper draws on a new figure unless given axes, returns the ``Figure``, and never calls ``plt.show()``.
+The three slider figures redraw in place (``plotting._updatable``) when only the slider's value changes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from ._validate import require_float, require_int, require_rank
+from .plotting import _draw_matrix, _np, _thin_ticks, _updatable, _update_matrix
+from .positional import frequencies, positional_encoding
+from .rotary import alibi_bias, apply_rope
+
+__all__ = ["plot_rope_angles", "plot_rope_scores", "plot_alibi", "plot_extrapolation"]
+
+TWO_PI = 2 * math.pi
+
+
+def _pair_colours(num_pairs: int) -> np.ndarray:
+    return plt.get_cmap("viridis")(np.linspace(0, 0.9, num_pairs))  # (D/2, 4): fast pairs dark, slow ones yellow
+
+
+def plot_rope_angles(
+    position: int = 10, num_hiddens: int = 16, base: float = 10000.0, max_position: int = 64, axes=None
+) -> Figure:
+    """RoPE's rotation angle ``position * w_j`` for every pair ``j``: left, each pair's angle at ``position`` as an
+    arrow on the unit circle; right, each pair's angle (modulo 2 pi) against the position, up to ``max_position``.
+
+    Args:
+        position: the position p marked (0 .. max_position).
+        num_hiddens: D, even; D / 2 pairs.
+        base: RoPE's wavelength scale.
+        max_position: the last position on the right panel.
+        axes: two axes, or None for a new figure.
+    """
+    require_int(num_hiddens, "num_hiddens", 2)
+    require_int(max_position, "max_position")
+    require_int(position, "position", 0, max_position)
+    omega = _np(frequencies(num_hiddens, base))[: num_hiddens // 2]  # (D/2,)
+    colours = _pair_colours(len(omega))
+    new_figure = axes is None
+    if new_figure:
+        _, axes = plt.subplots(1, 2, figsize=(10.5, 3.8), layout="constrained", width_ratios=(1, 1.9))
+    left, right = axes
+    circle = np.linspace(0, TWO_PI, 200)
+    left.plot(np.cos(circle), np.sin(circle), color="0.85", linewidth=1)
+    arrows = [left.plot([0, 1], [0, 0], color=c, linewidth=2)[0] for c in colours]
+    left.set_aspect("equal")
+    left.set_xlim(-1.15, 1.15)
+    left.set_ylim(-1.15, 1.15)
+    left.set_xticks([-1, 0, 1])
+    left.set_yticks([-1, 0, 1])
+    left.set_xlabel("cos(p w_j)")
+    left.set_ylabel("sin(p w_j)")
+    positions = np.arange(max_position + 1)
+    wrapped = np.mod(positions[:, None] * omega, TWO_PI)  # (P, D/2)
+    for j, c in enumerate(colours):
+        right.plot(positions, wrapped[:, j], ".", color=c, markersize=3)  # dots: no line where the angle wraps
+    marker = right.axvline(position, color="black", linestyle="--", linewidth=1)
+    right.set_xlim(0, max_position)
+    right.set_ylim(0, TWO_PI)
+    right.set_yticks([0, math.pi, TWO_PI], ["0", "pi", "2 pi"])
+    right.set_xlabel("position p")
+    right.set_ylabel("angle p w_j (mod 2 pi)")
+    right.set_title(
+        f"Pair j = 0 (darkest) wraps around fast, pair j = {len(omega) - 1} (yellow) barely moves", fontsize=10
+    )
+
+    def draw(p: int) -> None:
+        for arrow, angle in zip(arrows, p * omega, strict=True):
+            arrow.set_data([0, math.cos(angle)], [0, math.sin(angle)])
+        marker.set_xdata([p, p])
+        left.set_title(f"Every pair's angle at position p = {p}", fontsize=10)
+
+    draw(position)
+    fig = left.figure
+    if not new_figure:
+        return fig
+
+    def update(position=10, num_hiddens=num_hiddens, base=base, max_position=max_position, axes=None):
+        if axes is not None or (num_hiddens, base, max_position) != (fig_num_hiddens, fig_base, fig_max):
+            return False
+        require_int(position, "position", 0, max_position)
+        draw(position)
+        return True
+
+    fig_num_hiddens, fig_base, fig_max = num_hiddens, base, max_position
+    return _updatable(fig, plot_rope_angles, update)
+
+
+def _check_pair(q, k) -> int:
+    for name, t in (("q", q), ("k", k)):
+        require_float(t, name)
+        require_rank(t, name, (1,), "(D,)")
+    if q.shape != k.shape or q.shape[0] % 2:
+        raise ValueError(f"q and k must have the same even size D, got q {tuple(q.shape)} and k {tuple(k.shape)}")
+    return q.shape[0]
+
+
+def plot_rope_scores(q: torch.Tensor, k: torch.Tensor, offset: int = 3, num_positions: int = 48, axes=None) -> Figure:
+    """The score of two fixed vectors as their offset moves: left, ``rope(q, j + offset) . rope(k, j)`` against the
+    offset; right, at the chosen offset, the score against the key's position j, for RoPE and for notebook 06's
+    additive encoding ``(q + P[j + offset]) . (k + P[j])``.
+
+    Args:
+        q, k: (D,) the fixed query and key, D even.
+        offset: the offset i - j marked (0 .. num_positions - 1).
+        num_positions: positions used; the offsets run over 0 .. num_positions - 1.
+        axes: two axes, or None for a new figure.
+    """
+    d = _check_pair(q, k)
+    require_int(num_positions, "num_positions", 2)
+    require_int(offset, "offset", 0, num_positions - 1)
+    positions = torch.arange(num_positions)
+    q_all = apply_rope(q.double().expand(num_positions, d), positions)  # (T, D): q at every position
+    k_all = apply_rope(k.double().expand(num_positions, d), positions)  # (T, D)
+    rope = _np(q_all @ k_all.T)  # (T, T): query position i, key position j
+    P = positional_encoding(num_positions, d, dtype=torch.float64)  # (T, D)
+    additive = _np((q.double() + P) @ (k.double() + P).T)  # (T, T)
+    by_offset = np.array([rope[o, 0] for o in range(num_positions)])  # depends on the offset only
+    new_figure = axes is None
+    if new_figure:
+        _, axes = plt.subplots(1, 2, figsize=(11, 3.6), layout="constrained")
+    left, right = axes
+    left.plot(positions, by_offset, ".-", color="C0")
+    dot = left.plot([offset], [by_offset[offset]], "o", color="C3", markersize=9)[0]
+    left.set_xlabel("offset i - j")
+    left.set_ylabel("score")
+    left.set_title("RoPE: score against the offset", fontsize=10)
+    low, high = min(rope.min(), additive.min()), max(rope.max(), additive.max())
+    pad = 0.05 * (high - low)
+    (rope_line,) = right.plot([], [], ".-", color="C0", label="RoPE")
+    (add_line,) = right.plot([], [], ".-", color="C1", label="additive (q + P) . (k + P)")
+    right.set_xlim(-0.5, num_positions - 0.5)
+    right.set_ylim(low - pad, high + 5 * pad)  # room at the top for the legend
+    right.set_xlabel("key position j")
+    right.set_ylabel("score")
+    right.legend(fontsize=8, loc="upper left", ncols=2)
+    for ax in (left, right):
+        ax.yaxis.set_major_locator(MaxNLocator(5))  # few tick labels: each costs redraw time
+
+    def draw(o: int) -> None:
+        j = np.arange(num_positions - o)
+        rope_line.set_data(j, rope[j + o, j])
+        add_line.set_data(j, additive[j + o, j])
+        dot.set_data([o], [by_offset[o]])
+        right.set_title(f"At offset {o}: RoPE is flat, the additive score moves", fontsize=10)
+
+    draw(offset)
+    fig = left.figure
+    if not new_figure:
+        return fig
+
+    def update(q=q, k=k, offset=3, num_positions=num_positions, axes=None):
+        if axes is not None or q is not fig_q or k is not fig_k or num_positions != rope.shape[0]:
+            return False
+        require_int(offset, "offset", 0, num_positions - 1)
+        draw(offset)
+        return True
+
+    fig_q, fig_k = q, k
+    return _updatable(fig, plot_rope_scores, update)
+
+
+def plot_alibi(head: int = 1, num_heads: int = 8, length: int = 16, axes=None) -> Figure:
+    """ALiBi's bias: left, head ``head``'s (T, T) bias as a heatmap (one colour scale for all heads); right, the bias
+    against the distance i - j for every head, head ``head`` drawn thick.
+
+    Args:
+        head: h in 1 .. num_heads, the head shown (slope 2^(-8 h / H)).
+        num_heads: H.
+        length: T, the number of positions.
+        axes: two axes, or None for a new figure.
+    """
+    require_int(num_heads, "num_heads")
+    require_int(head, "head", 1, num_heads)
+    require_int(length, "length", 2)
+    bias = _np(alibi_bias(num_heads, length, length))  # (H, T, T)
+    vmin = float(bias.min())
+    new_figure = axes is None
+    if new_figure:
+        _, axes = plt.subplots(1, 2, figsize=(10.5, 4), layout="constrained", width_ratios=(1, 1.2))
+    left, right = axes
+    mesh = _draw_matrix(left, bias[head - 1], vmin, 0.0, "Blues_r", annotate=False)
+    colorbar = left.figure.colorbar(mesh, ax=left, label="bias added to the score")
+    colorbar.locator = MaxNLocator(4)  # few tick labels: each costs a redraw time
+    _thin_ticks(left, "x", None, length, max_ticks=5)
+    _thin_ticks(left, "y", None, length, max_ticks=5)
+    left.set_xlabel("key position j (above the diagonal: masked)")
+    left.set_ylabel("query position i")
+    distance = np.arange(length)
+    colours = plt.get_cmap("plasma")(np.linspace(0, 0.85, num_heads))
+    lines = [right.plot(distance, bias[h, -1, ::-1], color=colours[h])[0] for h in range(num_heads)]
+    right.text(distance[-1], bias[0, -1, 0], " h = 1", fontsize=8, va="center")  # the steepest line
+    right.text(distance[-1], bias[-1, -1, 0], f" h = {num_heads}", fontsize=8, va="center")  # the flattest
+    right.set_xlabel("distance i - j")
+    right.set_ylabel("bias -m_h (i - j)")
+    right.set_title("Every head: a line of slope -m_h", fontsize=10)
+    right.set_xlim(0, length + 1.5)  # room for the labels at the lines' ends
+
+    def draw(h: int) -> None:
+        _update_matrix(left, bias[h - 1], vmin, 0.0)
+        slope = 2 ** (-8 * h / num_heads)
+        left.set_title(f"Head {h} of {num_heads}: slope m = 2^(-8*{h}/{num_heads}) = {slope:.3g}", fontsize=10)
+        for i, line in enumerate(lines):
+            line.set_linewidth(3 if i == h - 1 else 1)
+            line.set_alpha(1.0 if i == h - 1 else 0.5)
+
+    draw(head)
+    fig = left.figure
+    if not new_figure:
+        return fig
+
+    def update(head=1, num_heads=num_heads, length=length, axes=None):
+        if axes is not None or (num_heads, length) != bias.shape[:2]:
+            return False
+        require_int(head, "head", 1, num_heads)
+        draw(head)
+        return True
+
+    return _updatable(fig, plot_alibi, update)
+
+
+def plot_extrapolation(
+    results, train_len: int, metric: str = "accuracy", baseline=None, baseline_label: str = "baseline", ax=None
+) -> Figure:
+    """A metric against the test length for each position scheme: the mean over seeds, a band from the lowest to the
+    highest seed, and the lengths beyond training shaded.
+
+    Args:
+        results: a pandas DataFrame with columns ``scheme``, ``seed``, ``test_len`` and ``metric``, one row per
+            (scheme, seed, test length).
+        train_len: the longest training length (the shading starts after it).
+        metric: the column plotted.
+        baseline: None, or a dict test length -> value drawn as a dashed black line (a reference that needs no
+            training, for example), labelled ``baseline_label``.
+        ax: the axes, or None for a new figure.
+    """
+    require_int(train_len, "train_len")
+    missing = {"scheme", "seed", "test_len", metric} - set(getattr(results, "columns", ()))
+    if missing:
+        raise ValueError(
+            f"results must be a DataFrame with columns scheme, seed, test_len and {metric}, missing {sorted(missing)}"
+        )
+    import seaborn as sns  # here, not at the top: only this figure needs it, and it takes a second to import
+
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(8, 4.2), layout="constrained")
+    fig = ax.figure
+    ax.axvspan(train_len + 0.5, results["test_len"].max() + 0.5, color="0.92", zorder=0)
+    sns.lineplot(
+        data=results, x="test_len", y=metric, hue="scheme", style="scheme", markers=True, dashes=False,
+        errorbar=("pi", 100), ax=ax,
+    )  # fmt: skip
+    if baseline is not None:
+        if not isinstance(baseline, dict) or not baseline:
+            raise TypeError(f"baseline must be a dict test length -> value, got {type(baseline).__name__}")
+        lengths = sorted(baseline)
+        ax.plot(lengths, [baseline[n] for n in lengths], "--", color="black", linewidth=1.2, label=baseline_label)
+    ax.axvline(train_len + 0.5, color="0.4", linestyle=":", linewidth=1)
+    ax.text(train_len + 0.7, 0.02, "longer than any training sequence", transform=ax.get_xaxis_transform(), fontsize=8)
+    ax.set_xlabel("test sequence length")
+    ax.set_ylabel(metric)
+    ax.set_title(f"{metric.capitalize()} against length: mean over seeds, band = lowest to highest seed", fontsize=10)
+    ax.legend(fontsize=8, title="positions", title_fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return fig

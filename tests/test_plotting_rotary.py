@@ -1,0 +1,182 @@
+"""attn_course.plotting_rotary: the figures of notebook 11 and their redraw in place."""
+
+import math
+
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from matplotlib.figure import Figure
+
+from attn_course import plot_alibi, plot_extrapolation, plot_rope_angles, plot_rope_scores
+
+matplotlib.use("Agg")
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def _vectors(d=16, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randn(2, d, generator=gen)
+
+
+def test_plot_rope_angles_draws_each_pair_at_its_angle():
+    fig = plot_rope_angles(position=5, num_hiddens=8)
+    assert isinstance(fig, Figure) and len(fig.axes) == 2
+    left = fig.axes[0]
+    arrows = left.lines[1:]  # after the unit circle
+    assert len(arrows) == 4
+    for j, arrow in enumerate(arrows):
+        x, y = arrow.get_data()
+        angle = 5 * 10000 ** (-2 * j / 8)
+        assert x[1] == pytest.approx(math.cos(angle)) and y[1] == pytest.approx(math.sin(angle))
+    assert "p = 5" in left.get_title()
+
+
+def test_plot_rope_angles_redraws_in_place_like_a_new_figure():
+    fig = plot_rope_angles(position=3, num_hiddens=8)
+    plot_fn, update = fig._attn_course_update
+    assert plot_fn is plot_rope_angles
+    assert update(position=20, num_hiddens=8) is True
+    fresh = plot_rope_angles(position=20, num_hiddens=8)
+    for a, b in zip(fig.axes[0].lines, fresh.axes[0].lines, strict=True):
+        np.testing.assert_allclose(np.asarray(a.get_data()), np.asarray(b.get_data()))
+    assert fig.axes[0].get_title() == fresh.axes[0].get_title()
+    assert update(position=3, num_hiddens=16) is False  # another shape: a new figure is needed
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"position": 70}, ValueError, r"position must be an integer in \[0, 64\], got 70"),
+        ({"position": 1.5}, TypeError, "position must be an integer"),
+        ({"num_hiddens": 1}, ValueError, "num_hiddens must be an integer >= 2"),
+    ],
+)
+def test_plot_rope_angles_refuses_bad_arguments(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        plot_rope_angles(**kwargs)
+
+
+def test_plot_rope_scores_flat_for_rope_and_moving_for_the_additive_encoding():
+    q, k = _vectors()
+    fig = plot_rope_scores(q, k, offset=4, num_positions=30)
+    left, right = fig.axes
+    rope_line, add_line = right.lines
+    rope = rope_line.get_ydata()
+    assert len(rope) == 26 and np.ptp(rope) < 1e-6  # offset-only: one value at every key position
+    assert np.ptp(add_line.get_ydata()) > 0.1
+    dot_x, dot_y = left.lines[1].get_data()
+    assert dot_x[0] == 4 and dot_y[0] == pytest.approx(rope[0])
+
+
+def test_plot_rope_scores_redraws_in_place_and_keeps_its_inputs():
+    q, k = _vectors()
+    before = q.clone(), k.clone()
+    fig = plot_rope_scores(q, k, offset=2)
+    _, update = fig._attn_course_update
+    assert update(q=q, k=k, offset=9) is True
+    fresh = plot_rope_scores(q, k, offset=9)
+    for a, b in zip(fig.axes[1].lines, fresh.axes[1].lines, strict=True):
+        np.testing.assert_allclose(np.asarray(a.get_data()), np.asarray(b.get_data()))
+    assert update(q=q.clone(), k=k, offset=9) is False  # other data: a new figure
+    assert torch.equal(q, before[0]) and torch.equal(k, before[1])
+
+
+@pytest.mark.parametrize(
+    "q, k, error, match",
+    [
+        (torch.randn(5), torch.randn(5), ValueError, "q and k must have the same even size D"),
+        (torch.randn(4), torch.randn(6), ValueError, "q and k must have the same even size D"),
+        (torch.randn(2, 4), torch.randn(4), ValueError, r"q must have shape \(D,\)"),
+        (torch.ones(4, dtype=torch.long), torch.randn(4), TypeError, "q must be a floating-point tensor"),
+        ([1.0, 2.0], torch.randn(2), TypeError, "q must be a torch.Tensor"),
+    ],
+)
+def test_plot_rope_scores_refuses_bad_vectors(q, k, error, match):
+    with pytest.raises(error, match=match):
+        plot_rope_scores(q, k)
+
+
+def test_plot_alibi_shows_the_chosen_head_and_every_slope():
+    fig = plot_alibi(head=3, num_heads=4, length=6)
+    left, right = fig.axes[0], fig.axes[1]
+    shown = left.collections[0].get_array().reshape(6, 6)
+    m = 2 ** (-8 * 3 / 4)
+    assert shown[5, 0] == pytest.approx(-5 * m) and shown[0, 5] == 0
+    lines = [line for line in right.lines]
+    assert len(lines) == 4
+    for h, line in enumerate(lines):
+        assert line.get_ydata()[1] == pytest.approx(-(2 ** (-8 * (h + 1) / 4)))
+    assert lines[2].get_linewidth() > lines[0].get_linewidth()
+
+
+def test_plot_alibi_redraws_in_place_like_a_new_figure():
+    fig = plot_alibi(head=1, num_heads=8, length=10)
+    _, update = fig._attn_course_update
+    assert update(head=6, num_heads=8, length=10) is True
+    fresh = plot_alibi(head=6, num_heads=8, length=10)
+    np.testing.assert_allclose(fig.axes[0].collections[0].get_array(), fresh.axes[0].collections[0].get_array())
+    assert fig.axes[0].get_title() == fresh.axes[0].get_title()
+    assert update(head=1, num_heads=8, length=12) is False
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [({"head": 0}, r"head must be an integer in \[1, 8\]"), ({"head": 3, "num_heads": 2}, r"in \[1, 2\], got 3")],
+)
+def test_plot_alibi_refuses_a_head_out_of_range(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        plot_alibi(**kwargs)
+
+
+def _results():
+    rows = []
+    for scheme, level in [("rope", 0.9), ("alibi", 0.6)]:
+        for seed in (0, 1):
+            for length in (5, 11, 21):
+                rows.append(
+                    {
+                        "scheme": scheme,
+                        "seed": seed,
+                        "test_len": length,
+                        "accuracy": level - 0.01 * length + 0.02 * seed,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def test_plot_extrapolation_draws_the_mean_and_the_range_over_seeds():
+    fig = plot_extrapolation(_results(), train_len=11)
+    ax = fig.axes[0]
+    means = [line.get_ydata() for line in ax.lines if len(line.get_ydata()) == 3]
+    assert any(np.allclose(y, [0.9 - 0.05 + 0.01, 0.9 - 0.11 + 0.01, 0.9 - 0.21 + 0.01]) for y in means)
+    bands = [c for c in ax.collections if c.get_paths()]
+    assert len(bands) >= 2  # one band per scheme (plus the shading of the lengths beyond training)
+    assert ax.get_xlabel() == "test sequence length" and ax.get_ylabel() == "accuracy"
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["rope", "alibi"]
+
+
+def test_plot_extrapolation_draws_a_baseline_line():
+    fig = plot_extrapolation(_results(), train_len=11, baseline={21: 0.3, 5: 0.5, 11: 0.4}, baseline_label="shortcut")
+    ax = fig.axes[0]
+    dashed = [line for line in ax.lines if line.get_label() == "shortcut"]
+    assert len(dashed) == 1
+    assert list(dashed[0].get_xdata()) == [5, 11, 21] and list(dashed[0].get_ydata()) == [0.5, 0.4, 0.3]
+    assert "shortcut" in [t.get_text() for t in ax.get_legend().get_texts()]
+    with pytest.raises(TypeError, match="baseline must be a dict"):
+        plot_extrapolation(_results(), train_len=11, baseline=[0.3, 0.4])
+
+
+def test_plot_extrapolation_refuses_a_table_without_the_columns():
+    with pytest.raises(ValueError, match=r"missing \['seed'\]"):
+        plot_extrapolation(_results().drop(columns="seed"), train_len=11)
+    with pytest.raises(ValueError, match="results must be a DataFrame"):
+        plot_extrapolation([1, 2, 3], train_len=11)
