@@ -18,7 +18,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from ._validate import require_int, require_source, require_target
+from ._validate import require_choice, require_int, require_source, require_target
 from .layers import AdditiveAttention
 from .masking import masked_softmax
 from .tasks import BOS, EOS, PAD, VOCAB_SIZE
@@ -32,21 +32,31 @@ class Seq2SeqEncoder(nn.Module):
     Each direction has ``U / 2`` units; the state at position ``j`` is ``[forward h_j; backward h_j]`` (size U):
     what came up to ``j`` and what comes from ``j`` on, so it is centred on token ``j``, as in Bahdanau et al.
     The summary of the whole source is ``[forward state at the last token; backward state at the first]``.
+
+    With ``bidirectional=False`` one forward GRU of ``U`` units reads the source: the state at ``j`` has read
+    tokens ``0 .. j`` only, and the summary is its state at the last token (notebook 07, exercise 7).
     """
 
-    def __init__(self, embed_size: int = 32, num_hiddens: int = 64, vocab_size: int = VOCAB_SIZE):
+    def __init__(
+        self, embed_size: int = 32, num_hiddens: int = 64, vocab_size: int = VOCAB_SIZE, bidirectional: bool = True
+    ):
         super().__init__()
-        if require_int(num_hiddens, "num_hiddens") % 2:
+        if not isinstance(bidirectional, bool):
+            raise TypeError(f"bidirectional must be True or False, got {bidirectional!r}")
+        if require_int(num_hiddens, "num_hiddens") % 2 and bidirectional:
             raise ValueError(f"num_hiddens must be even (half per direction), got {num_hiddens}")
         self.embedding = nn.Embedding(require_int(vocab_size, "vocab_size"), require_int(embed_size, "embed_size"))
-        self.rnn = nn.GRU(embed_size, num_hiddens // 2, batch_first=True, bidirectional=True)
+        units = num_hiddens // 2 if bidirectional else num_hiddens
+        self.rnn = nn.GRU(embed_size, units, batch_first=True, bidirectional=bidirectional)
 
     def forward(self, src: torch.Tensor, src_len: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Returns the states at every position (B, S, U), zero past ``src_len``, and the summary (B, U)."""
         x = self.embedding(src)  # (B, S) -> (B, S, E)
         packed = pack_padded_sequence(x, src_len.cpu(), batch_first=True, enforce_sorted=False)
-        outputs, last = self.rnn(packed)  # last: (2, B, U / 2), forward then backward
+        outputs, last = self.rnn(packed)  # last: (2, B, U / 2), forward then backward; (1, B, U) forward-only
         outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=src.shape[1])  # (B, S, U)
+        if not self.rnn.bidirectional:
+            return outputs, last[0]  # (B, U)
         return outputs, torch.cat([last[0], last[1]], dim=-1)  # (B, U / 2) ++ (B, U / 2) -> (B, U)
 
 
@@ -79,16 +89,23 @@ class AttentionDecoder(nn.Module):
 
     The scores are those of ``self.attention`` (an :class:`AdditiveAttention`), with one saving: the keys'
     projection ``W_k k`` is the same at every step, so :meth:`init_state` computes it once per source.
+    With ``score="dot"`` the scores are the scaled dot products ``s_{t-1} . h_j / sqrt(U)`` instead (no
+    parameters, ``self.attention`` is None; notebook 07, exercise 6).
     """
 
-    def __init__(self, embed_size: int = 32, num_hiddens: int = 64, vocab_size: int = VOCAB_SIZE):
+    def __init__(
+        self, embed_size: int = 32, num_hiddens: int = 64, vocab_size: int = VOCAB_SIZE, score: str = "additive"
+    ):
         super().__init__()
-        self.attention = AdditiveAttention(num_hiddens, num_hiddens, num_hiddens)
+        self.score = require_choice(score, "score", ("additive", "dot"))
+        self.attention = AdditiveAttention(num_hiddens, num_hiddens, num_hiddens) if score == "additive" else None
         self.embedding = nn.Embedding(vocab_size, embed_size)
         self.cell = nn.GRUCell(embed_size + num_hiddens, num_hiddens)
         self.dense = nn.Linear(2 * num_hiddens, vocab_size)
 
     def init_state(self, enc_outputs, enc_last, src_len):
+        if self.attention is None:  # dot product: the keys are the states themselves
+            return enc_last, enc_outputs, enc_outputs, src_len
         keys = self.attention.W_k(enc_outputs)  # (B, S, U) -> (B, S, U), once per source
         return enc_last, enc_outputs, keys, src_len
 
@@ -96,8 +113,11 @@ class AttentionDecoder(nn.Module):
         """One step: previous tokens (B,) -> logits (B, C), new state, attention weights (B, S)."""
         hidden, enc_outputs, keys, src_len = state
         att = self.attention
-        features = torch.tanh(att.W_q(hidden).unsqueeze(1) + keys)  # (B, 1, U) + (B, S, U) -> (B, S, U)
-        scores = att.w_v(features).transpose(1, 2)  # (B, S, 1) -> (B, 1, S)
+        if att is None:
+            scores = torch.bmm(hidden.unsqueeze(1), keys.transpose(1, 2)) / keys.shape[-1] ** 0.5  # (B, 1, S)
+        else:
+            features = torch.tanh(att.W_q(hidden).unsqueeze(1) + keys)  # (B, 1, U) + (B, S, U) -> (B, S, U)
+            scores = att.w_v(features).transpose(1, 2)  # (B, S, 1) -> (B, 1, S)
         weights = masked_softmax(scores, src_len)  # (B, 1, S), zero on padding
         context = torch.bmm(weights, enc_outputs)[:, 0]  # (B, 1, S) @ (B, S, U) -> (B, 1, U) -> (B, U)
         x = torch.cat([self.embedding(prev), context], dim=-1)  # (B, E) ++ (B, U) -> (B, E + U)
@@ -112,19 +132,37 @@ class RNNSeq2Seq(nn.Module):
     Args:
         attention: True for the Bahdanau decoder, False for the fixed-context decoder.
         embed_size, num_hiddens: E and U.
+        score: ``"additive"`` (Bahdanau) or ``"dot"`` (scaled dot product), with ``attention=True`` only.
+        bidirectional: False for a forward-only encoder GRU.
+        vocab_size: C; token ids ``PAD``, ``BOS``, ``EOS`` of :mod:`attn_course.tasks` must keep their meaning.
     """
 
-    def __init__(self, attention: bool = True, embed_size: int = 32, num_hiddens: int = 64):
+    def __init__(
+        self,
+        attention: bool = True,
+        embed_size: int = 32,
+        num_hiddens: int = 64,
+        *,
+        score: str = "additive",
+        bidirectional: bool = True,
+        vocab_size: int = VOCAB_SIZE,
+    ):
         super().__init__()
         if not isinstance(attention, bool):
             raise TypeError(f"attention must be True or False, got {attention!r}")
-        self.encoder = Seq2SeqEncoder(embed_size, num_hiddens)
-        decoder = AttentionDecoder if attention else RNNDecoder
-        self.decoder = decoder(embed_size, num_hiddens)
+        require_choice(score, "score", ("additive", "dot"))
+        if score != "additive" and not attention:
+            raise ValueError(f"score={score!r} needs attention=True (the decoder without attention has no score)")
+        self.vocab_size = require_int(vocab_size, "vocab_size", EOS + 2)
+        self.encoder = Seq2SeqEncoder(embed_size, num_hiddens, vocab_size, bidirectional)
+        if attention:
+            self.decoder = AttentionDecoder(embed_size, num_hiddens, vocab_size, score)
+        else:
+            self.decoder = RNNDecoder(embed_size, num_hiddens, vocab_size)
 
     def forward(self, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
-        require_source(src, src_len, VOCAB_SIZE)
-        require_target(tgt_in, src, VOCAB_SIZE)
+        require_source(src, src_len, self.vocab_size)
+        require_target(tgt_in, src, self.vocab_size)
         state = self.decoder.init_state(*self.encoder(src, src_len), src_len)
         logits = []
         for t in range(tgt_in.shape[1]):
@@ -141,7 +179,7 @@ class RNNSeq2Seq(nn.Module):
         Returns the tokens (B, max_len), ``PAD`` after each sequence's ``EOS``, and the attention weights
         (B, max_len, S) of every step (None without attention).
         """
-        require_source(src, src_len, VOCAB_SIZE)
+        require_source(src, src_len, self.vocab_size)
         require_int(max_len, "max_len")
         state = self.decoder.init_state(*self.encoder(src, src_len), src_len)
         prev = torch.full((src.shape[0],), BOS, dtype=torch.long, device=src.device)
