@@ -77,6 +77,7 @@ def train_lm(
     lr: float = 3e-3,
     generator: torch.Generator | None = None,
     warmup: int = 20,
+    foreach: bool | None = None,
 ) -> LMHistory:
     """Train ``model`` with AdamW on the next-token loss of every position of fresh ``repeat_task`` batches.
 
@@ -84,7 +85,8 @@ def train_lm(
     position alone tells where the copy lies (n - 1 places back) and a model may learn that instead of copying by
     content; a range of n rules this out. The learning rate rises linearly over ``warmup`` steps, then decays to 0
     along a half cosine. Each step draws a new batch from ``generator`` (so the model never sees a sequence twice);
-    gradients are clipped to norm 1.
+    gradients are clipped to norm 1. ``foreach``: passed to ``torch.optim.AdamW`` (None, its default, updates
+    tensor by tensor on the CPU; True updates all of them in a few batched operations, faster for a small model).
     """
     if not isinstance(model, nn.Module) or not hasattr(model, "vocab_size"):
         raise TypeError(f"model must be a DecoderOnlyLM, got {type(model).__name__}")
@@ -99,7 +101,9 @@ def train_lm(
     require_int(warmup, "warmup", 0)
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    if foreach is not None and not isinstance(foreach, bool):
+        raise TypeError(f"foreach must be a bool or None, got {type(foreach).__name__}")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, foreach=foreach)
     warmup = min(warmup, steps - 1)
 
     def factor(step: int) -> float:  # of lr: up to 1 over the warmup, then down to 0 along a half cosine

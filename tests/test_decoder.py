@@ -337,6 +337,18 @@ def test_train_lm_is_deterministic_and_lowers_the_loss():
     assert not runs[0][1].training
 
 
+def test_train_lm_foreach_option_gives_the_same_training():
+    # foreach=True batches AdamW's update over the tensors; the default updates tensor by tensor on the CPU
+    models = []
+    for foreach in (None, True):
+        torch.manual_seed(0)
+        model = _model(dtype=torch.float32, vocab=8, max_len=13)
+        train_lm(model, 10, batch_size=8, half_len=(2, 6), generator=torch.Generator().manual_seed(0), foreach=foreach)
+        models.append(model)
+    for a, b in zip(models[0].parameters(), models[1].parameters(), strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
 # ----------------------------------------------------------------------------------------------
 # Errors
 # ----------------------------------------------------------------------------------------------
@@ -465,6 +477,8 @@ def test_task_training_and_score_errors():
         train_lm(nn.Linear(2, 2), 2)
     with pytest.raises(ValueError, match=r"lr must be a finite number > 0, got 0.0"):
         train_lm(_model(), 2, lr=0.0)
+    with pytest.raises(TypeError, match=r"foreach must be a bool or None, got str"):
+        train_lm(_model(), 2, foreach="yes")
     with pytest.raises(ValueError, match=r"tokens must be repeat_task sequences of 2 n \+ 1 >= 3 positions"):
         half_losses(_model(), torch.zeros(1, 4, dtype=torch.long))
     with pytest.raises(ValueError, match=r"tokens must be repeat_task sequences of 2 n \+ 1 >= 5 positions"):
