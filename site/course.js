@@ -7,7 +7,9 @@
 //    - the frames of a slider panel are ipywidgets Images, which have no field for alt text: each gets the
 //      sentence its panel carries (attn_course/_frames.py);
 //    - a slider's handle is named after the slider's label ("bandwidth h");
-//    - the theme's search button is named by what it shows ("Search Ctrl + K"), not by a shorter label.
+//    - the theme's search button is named by what it shows ("Search Ctrl + K"), not by a shorter label;
+//    - a closed solution is named by what it shows ("Show solution"): myst-nb labels every hidden cell's toggle
+//      "Toggle hidden content", which a speech-input user cannot say from what is on the screen.
 (function () {
   function nameThings() {
     document.querySelectorAll(".widget-subarea img:not([alt])").forEach(function (img) {
@@ -22,9 +24,11 @@
     });
   }
   function onLoad() {
-    document.querySelectorAll(".search-button__button[aria-label]").forEach(function (button) {
-      button.removeAttribute("aria-label");
-    });
+    document.querySelectorAll(".search-button__button[aria-label], .cell details > summary[aria-label]").forEach(
+      function (named) {
+        named.removeAttribute("aria-label");
+      }
+    );
     if (!document.querySelector('script[type="application/vnd.jupyter.widget-view+json"]')) return;
     new MutationObserver(nameThings).observe(document.body, {childList: true, subtree: true});
     var script = document.createElement("script");

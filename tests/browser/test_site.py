@@ -487,9 +487,13 @@ def header_cell(page: str) -> str:
     raise AssertionError(f"{page}: its notebook has no '# ' heading")
 
 
+SMART_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
+
+
 def squeezed(text: str) -> str:
-    """Text without tags, markdown marks and white space: what a reader sees, letter by letter."""
-    return re.sub(r"\s+|[*`]", "", html.unescape(re.sub(r"<[^>]+>", "", text)))
+    """Text without tags, markdown marks and white space: what a reader sees, letter by letter (Sphinx's
+    smartquotes turn ' and " into curly quotes; they count as the straight ones)."""
+    return re.sub(r"\s+|[*`]", "", html.unescape(re.sub(r"<[^>]+>", "", text))).translate(SMART_QUOTES)
 
 
 def test_index_is_the_course_map_in_order(site):
