@@ -56,7 +56,7 @@ def plot_head_scores(scores: dict[str, torch.Tensor], figsize=(7.0, 2.6)) -> Fig
         data = _np(scores[name])
         mesh = _draw_matrix(ax, data, 0.0, 1.0, "viridis", annotate=True)
         ax.set_xticks(np.arange(data.shape[1]) + 0.5, [str(h) for h in range(data.shape[1])])
-        ax.set_yticks(np.arange(data.shape[0]) + 0.5, [f"layer {layer + 1}" for layer in range(data.shape[0])])
+        ax.set_yticks(np.arange(data.shape[0]) + 0.5, [f"layer {layer}" for layer in range(data.shape[0])])
         ax.set(xlabel="head", title=title)
     fig.colorbar(mesh, ax=axes, shrink=0.8, label="mean weight")
     return fig
@@ -79,7 +79,7 @@ def plot_head_patterns(weights: torch.Tensor, heads, labels=None, titles=None, f
         _thin_ticks(ax, "x", labels, n, max_ticks=40)
         _thin_ticks(ax, "y", labels, n, max_ticks=40)
         ax.tick_params(labelsize=6)
-        ax.set(xlabel="key position", title=titles[i] if titles else f"layer {layer + 1}, head {head}")
+        ax.set(xlabel="key position", title=titles[i] if titles else f"layer {layer}, head {head}")
         if i == 0:
             ax.set_ylabel("query position")
     fig.colorbar(mesh, ax=axes[0].tolist(), shrink=0.8, label="weight")

@@ -205,7 +205,7 @@ def plot_transformer_attention(
         w, xl, yl = w[:, :, :out_len, :out_len], dec_labels, dec_labels
     else:
         w, xl, yl = w[:, :, :out_len, :src_len], src_labels, dec_labels
-    titles = [f"layer {layer + 1}, head {head + 1}" for layer in range(num_layers) for head in range(num_heads)]
+    titles = [f"layer {layer}, head {head}" for layer in range(num_layers) for head in range(num_heads)]
     if figsize is None:  # about 0.2 inch per cell: compact enough to redraw fast from a slider
         figsize = (num_heads * (0.2 * w.shape[-1] + 0.9) + 1.3, num_layers * (0.2 * w.shape[-2] + 1.0) + 0.6)
     return show_heatmaps(

@@ -56,9 +56,10 @@ def train_seq2seq(
     The learning rate starts at ``lr`` and decays to 0 along a half cosine over all the steps, which
     lets the last epochs settle instead of jumping around. With ``warmup`` > 0 it first rises linearly
     from ``lr / warmup`` to ``lr`` over ``warmup`` steps, then decays along the half cosine over the rest.
-    The order of the examples comes from a
-    generator seeded with ``seed``; gradients are clipped to norm ``clip``. After each epoch the model
-    is scored on ``data.valid`` (sequence accuracy, greedy decoding).
+    The order of the examples comes from a generator seeded with ``seed``; gradients are clipped to norm
+    ``clip``. Adam and the clipping treat all the tensors in a few batched (``foreach``) operations: the same
+    numbers as tensor by tensor, in less time. After each epoch the model is scored on ``data.valid`` (sequence
+    accuracy, greedy decoding).
     """
     _check_model(model)
     if not isinstance(data, Splits):
@@ -69,7 +70,7 @@ def train_seq2seq(
     require_positive(clip, "clip")
     require_int(warmup, "warmup", 0)
     gen = torch.Generator().manual_seed(require_int(seed, "seed", 0))
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, foreach=True)  # all tensors at once: same numbers, faster
     steps = epochs * math.ceil(len(data.train) / batch_size)
     if warmup >= steps:
         raise ValueError(f"warmup must be fewer than the {steps} training steps, got {warmup}")
@@ -90,7 +91,7 @@ def train_seq2seq(
             loss = loss_fn(logits.flatten(0, 1), batch.tgt_out.flatten())  # (B * T, C) vs (B * T,)
             optimizer.zero_grad()
             loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), clip)
+            nn.utils.clip_grad_norm_(model.parameters(), clip, foreach=True)
             optimizer.step()
             schedule.step()
             history.step_loss.append(loss.item())

@@ -56,6 +56,29 @@ ATTENTION = {
 }
 
 
+@pytest.mark.parametrize(
+    "entries, finite",
+    [
+        ([3e38, 3e38, 1.0], True),  # finite entries whose float32 sum overflows to infinity
+        ([3e38, 3e38, -3e38, -3e38], True),  # partial sums may overflow either way: the sum can even be NaN
+        ([math.inf, -math.inf, 0.0], False),  # a NaN sum from two infinities
+        ([1.0, math.nan], False),
+        ([-math.inf, 2.0], False),
+    ],
+)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_the_finite_check_reads_every_entry_when_the_sum_overflows(entries, finite, dtype):
+    x = torch.tensor(entries).clamp(torch.finfo(dtype).min, torch.finfo(dtype).max) if finite else torch.tensor(entries)
+    scores = x.to(dtype).reshape(1, 1, -1)
+    if finite:
+        assert torch.isfinite(scores).all()
+        weights = masked_softmax(scores)
+        assert torch.isfinite(weights).all()
+    else:
+        with pytest.raises(ValueError, match=r"scores must be finite, got NaN or infinity"):
+            masked_softmax(scores)
+
+
 @pytest.mark.parametrize("name", ATTENTION)
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf], ids=["nan", "inf", "-inf"])
 @pytest.mark.parametrize("which", [0, 2], ids=["queries", "values"])

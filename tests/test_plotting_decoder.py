@@ -53,6 +53,9 @@ def test_plot_head_scores_annotates_every_head():
     assert isinstance(fig, Figure)
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert texts == [f"{v:.2f}" for v in scores["previous"].flatten().tolist()]
+    num_layers, num_heads = scores["previous"].shape
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == [f"layer {i}" for i in range(num_layers)]
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == [str(h) for h in range(num_heads)]  # from 0 too
     with pytest.raises(TypeError, match="scores must be the dict of head_scores"):
         plot_head_scores({"previous": scores["previous"]})
 
@@ -63,7 +66,7 @@ def test_plot_head_patterns_one_panel_per_head():
     model(tokens)
     weights = model.attention_weights()[0]  # (L, H, T, T)
     fig = plot_head_patterns(weights, [(0, 1), (1, 0)], labels=[str(t) for t in tokens[0].tolist()])
-    assert [ax.get_title() for ax in fig.axes[:2]] == ["layer 1, head 1", "layer 2, head 0"]
+    assert [ax.get_title() for ax in fig.axes[:2]] == ["layer 0, head 1", "layer 1, head 0"]  # from 0
     with pytest.raises(ValueError, match=r"weights must have shape \(L, H, T, T\)"):
         plot_head_patterns(weights[0], [(0, 0)])
 

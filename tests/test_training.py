@@ -95,6 +95,20 @@ def test_training_is_deterministic_for_a_seed(name, data):
     assert not all(torch.equal(p, q) for p, q in zip(first.parameters(), other.parameters(), strict=True))
 
 
+@pytest.mark.parametrize("name", ["bahdanau", "transformer"])
+def test_batched_foreach_updates_train_exactly_like_tensor_by_tensor_ones(monkeypatch, name, data):
+    """Adam and the clipping run with foreach=True: the same parameters, bit for bit, as one tensor at a time."""
+    batched = _make(name)
+    train_seq2seq(batched, data, epochs=2, batch_size=16, lr=1e-2, clip=0.05)
+    adam, clip = torch.optim.Adam, nn.utils.clip_grad_norm_
+    monkeypatch.setattr(torch.optim, "Adam", lambda params, **kw: adam(params, **(kw | {"foreach": False})))
+    monkeypatch.setattr(nn.utils, "clip_grad_norm_", lambda params, c, **kw: clip(params, c, foreach=False))
+    one_by_one = _make(name)
+    train_seq2seq(one_by_one, data, epochs=2, batch_size=16, lr=1e-2, clip=0.05)
+    assert all(torch.equal(p, q) for p, q in zip(batched.parameters(), one_by_one.parameters(), strict=True))
+    assert not all(torch.equal(p, q) for p, q in zip(batched.parameters(), _make(name).parameters(), strict=True))
+
+
 def test_training_leaves_the_global_rng_alone(data):
     model = _make("rnn")
     state = torch.get_rng_state()
