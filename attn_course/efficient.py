@@ -235,5 +235,10 @@ def flash_attention(
                 running_sum,
                 acc,
             )
+        if q_block.device.type != "meta" and not bool(torch.isfinite(running_max).all()):  # every row sees a key,
+            raise ValueError(  # so from finite inputs only a score too large for the dtype gets here (and gives NaN)
+                f"scores must be finite, got NaN or infinity: Q K^T / sqrt(D) overflowed {work} "
+                "(scale the queries or keys down)"
+            )
         out[..., q_start:q_stop, :] = acc / running_sum.unsqueeze(-1)  # (..., bq, V): normalise once, at the end
     return out.to(queries.dtype)

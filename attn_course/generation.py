@@ -40,7 +40,10 @@ def next_token_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int 
     if top_k is not None:
         kth = logits.topk(top_k, dim=-1).values[..., -1:]  # (..., 1): the k-th largest logit
         logits = logits.masked_fill(logits < kth, -torch.inf)  # the others get probability exactly 0
-    return torch.softmax(logits / temperature, dim=-1)  # (..., C)
+    shifted = logits - logits.amax(
+        dim=-1, keepdim=True
+    )  # (..., C), <= 0: dividing by a small temperature cannot overflow
+    return torch.softmax(shifted / temperature, dim=-1)  # (..., C), = softmax(logits / temperature)
 
 
 @torch.no_grad()

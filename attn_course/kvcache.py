@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from ._validate import require_int, require_tensor
+from ._validate import require_finite, require_float, require_int, require_rank, require_same_dtype
 
 __all__ = ["KVCache", "kv_cache_bytes"]
 
@@ -60,8 +60,17 @@ class KVCache:
     def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Append one layer's new keys and values (B, G, T, dh); return all of them (B, G, K + T, dh)."""
         require_int(layer, "layer", 0, self.num_layers - 1)
-        require_tensor(k, "k")
-        require_tensor(v, "v")
+        for name, t in (("k", k), ("v", v)):
+            require_float(t, name)
+            require_rank(t, name, (4,), "(B, G, T, dh)")
+            require_finite(t, name)
+        require_same_dtype(v, "v", k, "k")
+        kept = self.keys[layer]
+        if v.shape != k.shape or (kept is not None and (kept.shape[:2], kept.shape[3]) != (k.shape[:2], k.shape[3])):
+            cached = "" if kept is None else f" and the cached keys {tuple(kept.shape)} (the same B, G and dh)"
+            raise ValueError(f"k and v must have one shape{cached}, got k {tuple(k.shape)} and v {tuple(v.shape)}")
+        if kept is not None:
+            require_same_dtype(k, "k", kept, "the cached keys")
         if self.keys[layer] is not None:
             k = torch.cat([self.keys[layer], k], dim=2)  # (B, G, K, dh) + (B, G, T, dh) -> (B, G, K + T, dh)
             v = torch.cat([self.values[layer], v], dim=2)

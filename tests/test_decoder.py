@@ -200,6 +200,28 @@ def test_kv_cache_stores_g_heads_per_layer_and_its_bytes_follow_the_formula():
     assert kv_cache_bytes(32, 8, 128, 4096) == 2 * 32 * 8 * 128 * 4096 * 2  # Llama 3 8B, float16, 4096 tokens
 
 
+def test_kv_cache_update_refuses_what_would_corrupt_it_and_keeps_what_it_had():
+    cache = KVCache(2)
+    k = torch.randn(1, 2, 3, 4)
+    cache.update(0, k, k.clone())
+    bad = [
+        ((0, [1.0], k), TypeError, r"k must be a torch\.Tensor, got list"),
+        ((0, k.long(), k), TypeError, r"k must be a floating-point tensor"),
+        ((0, k[0], k[0]), ValueError, r"k must have shape \(B, G, T, dh\) \(4-D\)"),
+        ((0, k, k[:, :, :2]), ValueError, r"k and v must have one shape and the cached keys \(1, 2, 3, 4\)"),
+        ((0, k[:, :1], k[:, :1]), ValueError, r"got k \(1, 1, 3, 4\) and v \(1, 1, 3, 4\)"),  # another G
+        ((0, k.double(), k.double()), TypeError, r"k .*dtype"),
+        ((0, k, k.double()), TypeError, r"v .*dtype"),
+        ((0, k.clone().fill_(math.nan), k), ValueError, r"k must be finite, got NaN or infinity"),
+        ((2, k, k), ValueError, r"layer must be an integer in \[0, 1\], got 2"),
+    ]
+    for args, error, match in bad:
+        with pytest.raises(error, match=match):
+            cache.update(*args)
+    assert cache.keys[0].shape == (1, 2, 3, 4) and torch.equal(cache.keys[0], k)  # untouched by the refusals
+    assert cache.keys[1] is None
+
+
 @pytest.mark.parametrize(("window", "sinks"), [(4, 0), (4, 1), (6, 2)])
 def test_sliding_window_cache_equals_the_window_mask_and_keeps_window_keys(window, sinks):
     model, tokens = _model(), _tokens(2, 15)
@@ -459,6 +481,7 @@ def test_next_token_probs_errors():
     with pytest.raises(ValueError, match=r"logits must hold at least one token's logit \(C >= 1\), got shape \(2, 0\)"):
         next_token_probs(torch.zeros(2, 0), 0)
     assert next_token_probs(torch.tensor([1e30, -1e30, 0.0]), 1e-3).tolist() == [1.0, 0.0, 0.0]  # no NaN
+    assert next_token_probs(torch.tensor([3e38, -3e38]), 0.5).tolist() == [1.0, 0.0]  # 6e38 would overflow float32
     for dtype in (torch.float16, torch.bfloat16):
         low = next_token_probs(torch.tensor([1.0, 2.0, 3.0], dtype=dtype), 0.7, top_k=2)
         assert low.dtype == dtype and low[0] == 0 and abs(float(low.sum()) - 1) < 1e-2

@@ -144,6 +144,17 @@ def test_flash_attention_large_scores_stay_finite(gen):
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q * 300, k * 300, val), atol=1e-4, rtol=1e-4)
 
 
+def test_flash_attention_scores_that_overflow_are_named_never_nan(gen):
+    q, k, val = _qkv(gen, (1,), 4, 4, 4, 4, torch.float32)
+    big = torch.full_like(q, 1e20)  # finite entries, but q . k = 4e40 / 2 does not fit in float32
+    with pytest.raises(ValueError, match=r"scores must be finite, got NaN or infinity: Q K\^T / sqrt\(D\) overflowed"):
+        ac.flash_attention(big, big, val, 2)
+    with pytest.raises(ValueError, match=r"overflowed torch\.float32"):  # every score -inf: 0 / 0 would follow
+        ac.flash_attention(big, -big, val, 2, causal=True)
+    with pytest.raises(ValueError, match=r"scores must be finite"):  # the reference says the same words
+        ac.scaled_dot_product_attention(big, big, val)
+
+
 @pytest.mark.parametrize("low", [torch.float16, torch.bfloat16])
 def test_flash_attention_low_precision_accumulates_in_float32(low, gen):
     q, k, val = (t.to(low) for t in _qkv(gen, (2,), 24, 24, 8, 8, torch.float32))
