@@ -96,7 +96,9 @@ def loglog_slope(sizes, costs) -> float:
     if len(sizes) != len(costs) or len(sizes) < 2:
         raise ValueError(f"sizes and costs must have the same length >= 2, got {len(sizes)} and {len(costs)}")
     if min(sizes) <= 0 or min(costs) <= 0:
-        raise ValueError("sizes and costs must be positive to take logarithms")
+        raise ValueError(
+            f"sizes and costs must be positive to take logarithms, got smallest size {min(sizes)} and cost {min(costs)}"
+        )
     if len(set(sizes)) == 1:
         raise ValueError(f"sizes must not all be equal (a slope needs two different sizes), got {list(sizes)}")
     slope, _ = np.polyfit(np.log(np.asarray(sizes, dtype=float)), np.log(np.asarray(costs, dtype=float)), 1)

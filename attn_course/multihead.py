@@ -72,7 +72,7 @@ def repeat_kv_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     return x.repeat_interleave(num_heads // x.shape[1], dim=1)  # (B, G, K, dh) -> (B, H, K, dh)
 
 
-def _check_heads_input(queries, keys, values, num_heads, valid_lens, mask, projections) -> None:
+def _require_heads_input(queries, keys, values, num_heads, valid_lens, mask, projections) -> None:
     """Every check of ``multi_head_attention``'s arguments, made against the caller's sizes."""
     require_qkv(queries, keys, values, same_size=False)
     require_int(num_heads, "num_heads")
@@ -130,7 +130,7 @@ def multi_head_attention(
         output (B, Q, D) and the weights of every head (B, H, Q, K).
     """
     projections = (("W_q", W_q), ("W_k", W_k), ("W_v", W_v), ("W_o", W_o))
-    _check_heads_input(queries, keys, values, num_heads, valid_lens, mask, projections)
+    _require_heads_input(queries, keys, values, num_heads, valid_lens, mask, projections)
     groups = require_kv_heads(num_heads, num_kv_heads)
     batch = queries.shape[0]
     q = split_heads(W_q(queries), num_heads)  # (B, Q, Dq) -> (B, Q, H * dh) -> (B * H, Q, dh)

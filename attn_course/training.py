@@ -36,7 +36,7 @@ class History:
     seconds: float = 0.0
 
 
-def _check_model(model) -> None:
+def _require_seq2seq_model(model) -> None:
     if not isinstance(model, nn.Module) or not callable(getattr(model, "greedy", None)):
         raise TypeError(f"model must be an nn.Module with a greedy() method, got {type(model).__name__}")
 
@@ -61,7 +61,7 @@ def train_seq2seq(
     numbers as tensor by tensor, in less time. After each epoch the model is scored on ``data.valid`` (sequence
     accuracy, greedy decoding).
     """
-    _check_model(model)
+    _require_seq2seq_model(model)
     if not isinstance(data, Splits):
         raise TypeError(f"data must be the Splits of a task (e.g. tasks.reversal_task()), got {type(data).__name__}")
     require_int(epochs, "epochs")
@@ -118,7 +118,7 @@ def _until_eos(row: torch.Tensor) -> tuple[int, ...]:
 
 def _hits(model: nn.Module, batch: Batch) -> list[bool]:
     """Per example: does the greedy output equal the target token for token, up to and with the ``EOS``?"""
-    _check_model(model)
+    _require_seq2seq_model(model)
     model.eval()
     tokens, _ = model.greedy(batch.src, batch.src_len, max_len=batch.tgt_out.shape[1] + 1)
     return [_until_eos(p) == _until_eos(t) for p, t in zip(tokens, batch.tgt_out, strict=True)]
