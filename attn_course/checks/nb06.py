@@ -7,7 +7,17 @@ import operator
 
 import torch
 
-from ._feedback import Feedback, _close, _hint, _number, _ok, _tensor_problem
+from ._feedback import (
+    Feedback,
+    _close,
+    _function_answer,
+    _function_problem,
+    _hint,
+    _number_answer,
+    _ok,
+    _tensor_answer,
+    _tensor_problem,
+)
 
 __all__ = [
     "check_split_shape",
@@ -40,27 +50,23 @@ def check_split_shape(shape) -> Feedback:
     return _hint("(B, T, H * dh) -> (B * H, T, dh) with B = 2, T = 5, H = 4.")
 
 
-def check_parameter_count(answer) -> Feedback:
+@_number_answer("the number of parameters")
+def check_parameter_count(answer: float) -> Feedback:
     """Parameters of ``MultiHeadAttention(num_hiddens=64, num_heads=8)`` (no biases)."""
-    value = _number(answer, "the number of parameters")
-    if isinstance(value, Feedback):
-        return value
-    if value == 4 * 64 * 64:
+    if answer == 4 * 64 * 64:
         return _ok("4 matrices of 64 x 64 = 16384, whatever the number of heads: heads split the work, not add to it.")
-    if value == 3 * 64 * 64:
+    if answer == 3 * 64 * 64:
         return _hint("W_q, W_k and W_v, yes, but also the output projection W_o.")
-    if value == 8 * 4 * 64 * 64:
+    if answer == 8 * 4 * 64 * 64:
         return _hint("each head uses a slice of the projections, of size 64 / 8: the heads share the 64 x 64 matrices.")
-    if value == 4 * 64 * 64 + 4 * 64:
+    if answer == 4 * 64 * 64 + 4 * 64:
         return _hint("this layer has no biases (bias=False).")
     return _hint("count the entries of W_q, W_k, W_v and W_o, each num_hiddens x num_hiddens.")
 
 
+@_tensor_answer((2, 2), "a (2, 2) tensor")
 def check_rotation(matrix) -> Feedback:
     """The 2 x 2 matrix that maps ``[sin(i w), cos(i w)]`` to ``[sin((i + 2) w), cos((i + 2) w)]`` for ``w = 0.5``."""
-    problem = _tensor_problem(matrix, (2, 2), "a (2, 2) tensor")
-    if problem is not None:
-        return problem
     if not matrix.is_floating_point():
         return _hint(f"rotation entries are cosines and sines: use a floating-point tensor, got {matrix.dtype}.")
     c, s = math.cos(1.0), math.sin(1.0)  # the angle is delta * w = 2 * 0.5
@@ -118,10 +124,9 @@ def check_split_merge(split_heads, merge_heads) -> Feedback:
     Compared with the reference on hidden random sizes; ``merge_heads(split_heads(x, H), H)`` must give ``x`` back.
     """
     for name, fn in (("split_heads", split_heads), ("merge_heads", merge_heads)):
-        if fn is None:
-            return _hint(f"replace None with your function {name}(x, num_heads).")
-        if not callable(fn):
-            return _hint(f"expected a function {name}(x, num_heads), got {type(fn).__name__}.")
+        problem = _function_problem(fn, f"your function {name}(x, num_heads)", f"a function {name}(x, num_heads)")
+        if problem is not None:
+            return problem
     gen = torch.Generator().manual_seed(_CASES_SEED)
     for batch, steps, num_heads, dh in ((2, 5, 4, 3), (3, 4, 2, 5), (1, 6, 3, 2)):
         x = torch.randn(batch, steps, num_heads * dh, generator=gen)
@@ -214,16 +219,15 @@ _MULTI_HEAD_MISTAKES = [
 ]
 
 
+@_function_answer(
+    "your function multi_head(queries, keys_values, W_q, W_k, W_v, W_o, num_heads)", "a function multi_head(...)"
+)
 def check_multi_head(multi_head) -> Feedback:
     """Build it: ``multi_head(queries (B, Q, D), keys_values (B, K, D), W_q, W_k, W_v, W_o, num_heads)`` -> (B, Q, D).
 
     Weights are (D, D) tensors used as ``x @ W``, without biases. Compared with ``torch.nn.MultiheadAttention``
     loaded with the same weights (``in_proj_weight`` holds ``W.T``), on hidden random cases.
     """
-    if multi_head is None:
-        return _hint("replace None with your function multi_head(queries, keys_values, W_q, W_k, W_v, W_o, num_heads).")
-    if not callable(multi_head):
-        return _hint(f"expected a function multi_head(...), got {type(multi_head).__name__}.")
     gen = torch.Generator().manual_seed(_CASES_SEED + 1)
     for batch, num_q, num_k, size, num_heads in ((2, 4, 4, 8, 2), (1, 3, 5, 12, 3), (2, 5, 2, 8, 4)):
         x_q = torch.randn(batch, num_q, size, generator=gen)
@@ -298,15 +302,12 @@ _ENCODING_HINTS = {
 }
 
 
+@_function_answer(
+    "your function positional_encoding(num_steps, num_hiddens)",
+    "a function positional_encoding(num_steps, num_hiddens)",
+)
 def check_positional_encoding(positional_encoding) -> Feedback:
     """Build it: ``positional_encoding(num_steps, num_hiddens)`` -> (T, D), compared with ``ac.positional_encoding``."""
-    if positional_encoding is None:
-        return _hint("replace None with your function positional_encoding(num_steps, num_hiddens).")
-    if not callable(positional_encoding):
-        return _hint(
-            "expected a function positional_encoding(num_steps, num_hiddens), "
-            f"got {type(positional_encoding).__name__}."
-        )
     from ..positional import positional_encoding as reference  # the course's own, checked by its unit tests
 
     for num_steps, num_hiddens in ((7, 8), (50, 16), (12, 6)):

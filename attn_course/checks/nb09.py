@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import torch
 
-from ._feedback import Feedback, _hint, _number, _ok
+from ._feedback import Feedback, _function_answer, _hint, _number_answer, _ok
 
 __all__ = ["check_repeat_kv", "check_cache_update", "check_cache_memory"]
 
 
 def _call(fn, *args) -> torch.Tensor | Feedback:
     """``fn(*args)``, or a hint saying what went wrong when it raises or returns something else than a tensor."""
-    if fn is None:
-        return _hint("replace None with your function.")
-    if not callable(fn):
-        return _hint(f"expected a function, got {type(fn).__name__}.")
     try:
         out = fn(*args)
     except Exception as error:  # the learner's code: any error becomes a hint
@@ -24,6 +20,7 @@ def _call(fn, *args) -> torch.Tensor | Feedback:
     return out
 
 
+@_function_answer("your function", "a function")
 def check_repeat_kv(fn) -> Feedback:
     """``fn(kv (B, G, K, dh), num_heads H) -> (B, H, K, dh)``: key/value head ``g`` serves query heads
     ``g * H/G .. (g + 1) * H/G - 1``. Run on random cases against ``repeat_interleave``."""
@@ -53,6 +50,7 @@ def check_repeat_kv(fn) -> Feedback:
     return _ok("each key/value head is copied H / G times next to itself: query head h reads kv head h // (H / G).")
 
 
+@_function_answer("your function", "a function")
 def check_cache_update(fn) -> Feedback:
     """``fn(cached (B, G, K, dh) or None, new (B, G, T, dh)) -> (B, G, K + T, dh)``: the old positions, then the
     new ones. Run on random cases, with and without earlier positions."""
@@ -83,22 +81,20 @@ def check_cache_update(fn) -> Feedback:
     return _ok("the cache grows by T positions along dim 2, old positions first; nothing is computed again.")
 
 
-def check_cache_memory(answer) -> Feedback:
+@_number_answer("a number of GiB")
+def check_cache_memory(answer: float) -> Feedback:
     """KV cache of Llama 2 7B (32 layers, 32 key/value heads, head size 128) for 4096 tokens in float16, in GiB."""
-    value = _number(answer, "a number of GiB")
-    if isinstance(value, Feedback):
-        return value
     gib = 2**30
     want = 2 * 32 * 32 * 128 * 4096 * 2 / gib
-    if abs(value - want) < 0.01:
+    if abs(answer - want) < 0.01:
         return _ok("2 x 32 x 32 x 128 x 4096 x 2 bytes = 2 GiB for one sequence of 4096 tokens.")
-    if abs(value - want / 2) < 0.01:
+    if abs(answer - want / 2) < 0.01:
         return _hint("the cache holds keys and values: a factor 2.")
-    if abs(value - want * 2) < 0.01:
+    if abs(answer - want * 2) < 0.01:
         return _hint("float16 takes 2 bytes per value, not 4.")
-    if abs(value - want * gib / 1e9) < 0.01:
+    if abs(answer - want * gib / 1e9) < 0.01:
         return _hint("a GiB is 2^30 bytes, not 10^9.")
-    if abs(value - want / 4) < 0.01:
+    if abs(answer - want / 4) < 0.01:
         return _hint("count both keys and values (a factor 2), at 2 bytes each (another factor 2).")
     return _hint(
         "multiply 2 (keys and values) x layers x KV heads x head size x tokens x 2 bytes, then divide by 2^30."
