@@ -14,7 +14,6 @@ from ..data import three_token_example
 from ._feedback import Feedback, _close, _hint, _ok, _tensor_answer
 
 __all__ = [
-    "NEW_TOKEN",
     "check_new_token_key",
     "check_new_token_scores",
     "check_new_token_output",
