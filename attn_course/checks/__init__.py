@@ -3,7 +3,7 @@
 Each ``check_*`` function takes a learner's answer and returns a ``Feedback``: it shows as
 one line in the notebook ("Correct: ..." or "Not yet: <a hint at what is off>") and is truthy
 exactly when the answer is right, so it can be tested like any other function.
-One module per notebook: ``nb01``, ``nb02``, ...
+One module per notebook: ``nb01``, ``nb02``, ... (``nb06`` keeps its checks on positions in ``nb06_positions``).
 """
 
 from . import nb01, nb02, nb03, nb04, nb05, nb06, nb07, nb08, nb09, nb10, nb11

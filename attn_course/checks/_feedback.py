@@ -105,3 +105,11 @@ def _number_answer(what: str) -> Callable:
         return checked
 
     return decorate
+
+
+def _call_learner(fn, *args):
+    """``fn(*args)`` and None, or None and a hint naming the exception that the learner's code raised."""
+    try:
+        return fn(*args), None
+    except Exception as error:  # the learner's code: report what went wrong
+        return None, _hint(f"your function raised {type(error).__name__}: {str(error).rstrip('.')}.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ._feedback import Feedback, _answer_check, _function_answer, _hint, _ok, _tensor_problem
+from ._feedback import Feedback, _answer_check, _call_learner, _function_answer, _hint, _ok, _tensor_problem
 
 __all__ = [
     "check_padding_mask",
@@ -127,13 +127,10 @@ def check_masked_attention(attention) -> Feedback:
     """
     for q, k, v, mask in _attention_cases():
         copies = [t.clone() for t in (q, k, v, mask)]
-        try:
-            out = attention(q, k, v, mask)
-        except Exception as error:  # the learner's code: report what went wrong
+        out, problem = _call_learner(attention, q, k, v, mask)
+        if problem is not None:
             return _hint(
-                f"your function raised {type(error).__name__}: {str(error).rstrip('.')}. "
-                f"Scores are queries @ keys.transpose(-2, -1), "
-                f"shape (B, Q, K) = {tuple(mask.shape)}."
+                f"{problem.message} Scores are queries @ keys.transpose(-2, -1), shape (B, Q, K) = {tuple(mask.shape)}."
             )
         if isinstance(out, tuple):  # (output, weights) is fine too
             out = out[0]
