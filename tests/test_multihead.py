@@ -1,5 +1,6 @@
 """attn_course.multihead: split_heads, merge_heads, multi_head_attention and MultiHeadAttention."""
 
+import functools
 import math
 
 import matplotlib
@@ -7,6 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
+from _helpers import bool_mask_by_loop, random_qkv
 from matplotlib.collections import QuadMesh
 from matplotlib.figure import Figure
 from torch import nn
@@ -22,19 +24,7 @@ from attn_course import (
     split_heads,
 )
 
-
-def _bool_mask(valid_lens, num_q, num_k):
-    """(B, Q, K) boolean mask (True = may attend) from (B,) or (B, Q) lengths, by a plain loop."""
-    lens = valid_lens if valid_lens.ndim == 2 else valid_lens[:, None].expand(-1, num_q)
-    return torch.tensor([[[k < int(n) for k in range(num_k)] for n in per_q] for per_q in lens])
-
-
-def _qkv(gen, dtype, dq=8, dk=8, dv=8, b=2, q=3, k=5):
-    return (
-        torch.randn(b, q, dq, generator=gen, dtype=dtype),
-        torch.randn(b, k, dk, generator=gen, dtype=dtype),
-        torch.randn(b, k, dv, generator=gen, dtype=dtype),
-    )
+_qkv = functools.partial(random_qkv, dq=8, dk=8, dv=8)  # (B, Q, 8), (B, K, 8), (B, K, 8)
 
 
 def _layer(dtype=torch.float32, num_hiddens=8, num_heads=2, seed=0, **kwargs):
@@ -294,7 +284,7 @@ def test_mha_weights_sum_to_one_and_are_zero_past_valid_lengths(valid_lens, dtyp
     queries, keys, values = _qkv(gen, dtype)
     output = layer(queries, keys, values, valid_lens)
     weights = layer.attention_weights
-    allowed = _bool_mask(valid_lens, 3, 5)[:, None].expand(2, 2, 3, 5)  # the same mask for every head
+    allowed = bool_mask_by_loop(valid_lens, 3, 5)[:, None].expand(2, 2, 3, 5)  # the same mask for every head
     assert weights.shape == (2, 2, 3, 5) and not weights.requires_grad
     assert (weights[~allowed] == 0).all() and (weights[allowed] > 0).all()
     has_key = allowed.any(-1)
@@ -773,7 +763,7 @@ def test_multi_head_attention_matches_torch_multihead_attention(gen):
     w_q, w_k, w_v = torch_layer.in_proj_weight.detach().chunk(3)
     w_o = torch_layer.out_proj.weight.detach()
     lens = torch.tensor([5, 2])
-    allowed = _bool_mask(lens, 3, 5)  # (B, Q, K)
+    allowed = bool_mask_by_loop(lens, 3, 5)  # (B, Q, K)
     with torch.no_grad():
         expected, expected_w = torch_layer(
             queries, keys, values, key_padding_mask=~allowed[:, 0], average_attn_weights=False
