@@ -1,6 +1,9 @@
 """Builders that several test modules share: random queries, keys and values, and a mask built by a plain loop."""
 
+import matplotlib
+import matplotlib.pyplot as plt
 import torch
+from matplotlib.figure import Figure
 
 
 def random_qkv(gen, dtype, *, b=2, q=3, k=5, dq=4, dk=4, dv=6):
@@ -16,3 +19,18 @@ def bool_mask_by_loop(valid_lens, num_q, num_k):
     """(B, Q, K) boolean mask (True = may attend) from (B,) or (B, Q) lengths, by a plain loop."""
     lens = valid_lens if valid_lens.ndim == 2 else valid_lens[:, None].expand(-1, num_q)
     return torch.tensor([[[k < int(n) for k in range(num_k)] for n in per_q] for per_q in lens], dtype=torch.bool)
+
+
+def _forbidden_show(*args, **kwargs):
+    raise AssertionError("plot helpers must not call plt.show()")
+
+
+def draw_cleanly(monkeypatch, plot, *args, **kwargs):
+    """``plot(*args, **kwargs)``, checked for what every plot helper owes its caller: it returns the one Figure it
+    opened, never calls ``plt.show()``, and leaves matplotlib's settings and the global random state alone."""
+    monkeypatch.setattr(plt, "show", _forbidden_show)
+    before, rng = dict(matplotlib.rcParams), torch.get_rng_state()
+    fig = plot(*args, **kwargs)
+    assert isinstance(fig, Figure) and plt.get_fignums() == [fig.number]
+    assert dict(matplotlib.rcParams) == before and torch.equal(torch.get_rng_state(), rng)
+    return fig

@@ -3,14 +3,12 @@
 import functools
 import math
 
-import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
-from _helpers import bool_mask_by_loop, random_qkv
+from _helpers import bool_mask_by_loop, draw_cleanly, random_qkv
 from matplotlib.collections import QuadMesh
-from matplotlib.figure import Figure
 from torch import nn
 from torch.testing import assert_close
 
@@ -648,13 +646,6 @@ def test_mha_scale_uses_the_head_size():
 TOKENS = ["the", "cat", "sat", "on", "the", "mat"]
 
 
-def _forbid_show(monkeypatch):
-    def forbidden_show(*args, **kwargs):
-        raise AssertionError("plot helpers must not call plt.show()")
-
-    monkeypatch.setattr(plt, "show", forbidden_show)
-
-
 def _panels(fig):
     return [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
 
@@ -668,12 +659,7 @@ def _panel_data(ax):
 
 
 def test_plot_head_weights_one_panel_per_head_rows_sum_to_one(monkeypatch):
-    _forbid_show(monkeypatch)
-    before, rng = dict(matplotlib.rcParams), torch.get_rng_state()
-    fig = plot_head_weights()
-    assert isinstance(fig, Figure)
-    assert dict(matplotlib.rcParams) == before and torch.equal(torch.get_rng_state(), rng)
-    assert plt.get_fignums() == [fig.number]
+    fig = draw_cleanly(monkeypatch, plot_head_weights)
     panels = _panels(fig)
     assert [ax.get_title() for ax in panels] == ["head 0", "head 1", "head 2", "head 3"]
     assert len(fig.axes) == 5  # and one colour bar

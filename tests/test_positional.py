@@ -2,11 +2,10 @@
 
 import math
 
-import matplotlib
 import matplotlib.pyplot as plt
 import pytest
 import torch
-from matplotlib.figure import Figure
+from _helpers import draw_cleanly
 from torch.testing import assert_close
 
 from attn_course import frequencies, plot_rotation, positional_encoding, rotation_matrix
@@ -287,24 +286,13 @@ def test_rotation_matrix_with_the_module_frequencies_moves_the_module_encoding(d
 # ----------------------------------------------------------------------------------------------
 
 
-def _forbid_show(monkeypatch):
-    def forbidden_show(*args, **kwargs):
-        raise AssertionError("plot helpers must not call plt.show()")
-
-    monkeypatch.setattr(plt, "show", forbidden_show)
-
-
 def _arrows(ax):
     return [t for t in ax.texts if t.get_text() == "" and t.arrow_patch is not None]
 
 
 @pytest.mark.parametrize("delta, freq_index", [(3, 1), (1, 0), (7, 2)])
 def test_plot_rotation_waves_and_arrows_land_on_the_true_encodings(delta, freq_index, monkeypatch):
-    _forbid_show(monkeypatch)
-    before, rng = dict(matplotlib.rcParams), torch.get_rng_state()
-    fig = plot_rotation(delta=delta, freq_index=freq_index, num_steps=20, num_hiddens=8)
-    assert isinstance(fig, Figure) and plt.get_fignums() == [fig.number]
-    assert dict(matplotlib.rcParams) == before and torch.equal(torch.get_rng_state(), rng)
+    fig = draw_cleanly(monkeypatch, plot_rotation, delta=delta, freq_index=freq_index, num_steps=20, num_hiddens=8)
     left, right = fig.axes
     assert left.get_xlabel() == "position i" and left.get_ylabel() == "encoding value"
     assert right.get_xlabel() == "cos(i w)" and right.get_ylabel() == "sin(i w)"
