@@ -2,6 +2,8 @@
 
 import math
 
+import numpy as np
+import pytest
 import torch
 
 from attn_course.checks import Feedback
@@ -30,3 +32,16 @@ def softmax_by_hand(scores):
     """The softmax of a list of numbers, by a plain Python loop."""
     e = [math.exp(s) for s in scores]
     return torch.tensor([v / sum(e) for v in e])
+
+
+def in_float64_and_float32(values):
+    """The same numbers as a float64 and as a float32 tensor: a right answer passes in either."""
+    return [
+        pytest.param(torch.tensor(values, dtype=dtype), id=str(dtype)[6:]) for dtype in (torch.float64, torch.float32)
+    ]
+
+
+def as_int_float_tensor_numpy(count: int):
+    """One count as a Python int and float, a 0-d tensor and a numpy integer: a check of a number takes each."""
+    forms = {"int": count, "float": float(count), "tensor": torch.tensor(count), "numpy": np.int64(count)}
+    return [pytest.param(answer, id=name) for name, answer in forms.items()]

@@ -5,7 +5,7 @@ import math
 
 import pytest
 import torch
-from _check_helpers import assert_correct, assert_hint, softmax_by_hand
+from _check_helpers import assert_correct, assert_hint, in_float64_and_float32, softmax_by_hand
 
 from attn_course.checks import (
     check_new_token_key,
@@ -66,8 +66,7 @@ def test_new_token_by_hand():
 @pytest.mark.parametrize(
     "answer",
     [
-        pytest.param(torch.tensor(K4, dtype=torch.float64), id="float64"),
-        pytest.param(torch.tensor(K4, dtype=torch.float32), id="float32"),
+        *in_float64_and_float32(K4),
         pytest.param(torch.tensor([1.0, 2.0, 2.00001]), id="close"),
     ],
 )
@@ -94,8 +93,7 @@ def test_check_new_token_key_hints(answer, words):
 @pytest.mark.parametrize(
     "answer",
     [
-        pytest.param(torch.tensor(SCORES4, dtype=torch.float64), id="float64"),
-        pytest.param(torch.tensor(SCORES4, dtype=torch.float32), id="float32"),
+        *in_float64_and_float32(SCORES4),
     ],
 )
 def test_check_new_token_scores_right_answer(answer):
@@ -124,8 +122,7 @@ def test_check_new_token_scores_hints(answer, words):
 @pytest.mark.parametrize(
     "answer",
     [
-        pytest.param(torch.tensor(OUTPUT4, dtype=torch.float64), id="float64"),
-        pytest.param(torch.tensor(OUTPUT4, dtype=torch.float32), id="float32"),
+        *in_float64_and_float32(OUTPUT4),
     ],
 )
 def test_check_new_token_output_right_answer(answer):
@@ -185,8 +182,7 @@ def test_reversed_outputs_by_hand_are_the_outputs_in_reverse_order():
 @pytest.mark.parametrize(
     "answer",
     [
-        pytest.param(torch.tensor(REVERSED, dtype=torch.float64), id="float64"),
-        pytest.param(torch.tensor(REVERSED), id="float32"),
+        *in_float64_and_float32(REVERSED),
     ],
 )
 def test_check_reversed_outputs_right_answer(answer):

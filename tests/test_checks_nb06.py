@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from _check_helpers import assert_correct, assert_hint
+from _check_helpers import as_int_float_tensor_numpy, assert_correct, assert_hint
 
 from attn_course import (
     checks,
@@ -76,10 +76,7 @@ MHA_PARAMS = 4 * 64 * 64  # W_q, W_k, W_v, W_o, each 64 x 64, whatever the numbe
 @pytest.mark.parametrize(
     "answer",
     [
-        pytest.param(MHA_PARAMS, id="int"),
-        pytest.param(16384.0, id="float"),
-        pytest.param(torch.tensor(16384), id="tensor"),
-        pytest.param(np.int64(16384), id="numpy"),
+        *as_int_float_tensor_numpy(MHA_PARAMS),
         pytest.param(sum([64 * 64] * 4), id="sum"),
     ],
 )

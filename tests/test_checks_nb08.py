@@ -3,10 +3,9 @@
 
 import math
 
-import numpy as np
 import pytest
 import torch
-from _check_helpers import assert_correct, assert_hint
+from _check_helpers import as_int_float_tensor_numpy, assert_correct, assert_hint
 
 from attn_course import (
     PositionWiseFFN,
@@ -68,10 +67,7 @@ FFN_PARAMS = 32 * 64 + 64 + 64 * 32 + 32  # 4192
 @pytest.mark.parametrize(
     "answer",
     [
-        pytest.param(FFN_PARAMS, id="int"),
-        pytest.param(4192.0, id="float"),
-        pytest.param(torch.tensor(4192), id="tensor"),
-        pytest.param(np.int64(4192), id="numpy"),
+        *as_int_float_tensor_numpy(FFN_PARAMS),
     ],
 )
 def test_check_ffn_parameters_right_answer(answer):

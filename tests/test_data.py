@@ -58,14 +58,6 @@ def test_toy_regression_is_deterministic_for_a_seed_and_differs_across_seeds():
     assert torch.equal(a.x_test, c.x_test)  # the test grid does not depend on the seed
 
 
-def test_toy_regression_does_not_touch_the_global_rng():
-    torch.manual_seed(0)
-    expected = torch.rand(3)
-    torch.manual_seed(0)
-    toy_regression(seed=123)
-    assert torch.equal(torch.rand(3), expected)
-
-
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
 def test_toy_regression_dtype(dtype):
     data = toy_regression(n_train=5, dtype=dtype)
@@ -152,11 +144,13 @@ def test_noisy_samples_is_deterministic_for_a_seed_and_differs_across_seeds():
     assert not torch.equal(y_a, y_c)
 
 
-def test_noisy_samples_does_not_touch_the_global_rng():
+@pytest.mark.parametrize("make", [toy_regression, noisy_samples], ids=lambda f: f.__name__)
+def test_the_data_makers_do_not_touch_the_global_rng(make):
+    """They draw from a private generator seeded by ``seed``."""
     torch.manual_seed(0)
     expected = torch.rand(3)
     torch.manual_seed(0)
-    noisy_samples(seed=123)
+    make(seed=123)
     assert torch.equal(torch.rand(3), expected)
 
 
