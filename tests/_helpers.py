@@ -1,7 +1,10 @@
 """Builders that several test modules share: random queries, keys and values, and a mask built by a plain loop."""
 
+import re
+
 import matplotlib
 import matplotlib.pyplot as plt
+import pytest
 import torch
 from matplotlib.figure import Figure
 
@@ -34,3 +37,15 @@ def draw_cleanly(monkeypatch, plot, *args, **kwargs):
     assert isinstance(fig, Figure) and plt.get_fignums() == [fig.number]
     assert dict(matplotlib.rcParams) == before and torch.equal(torch.get_rng_state(), rng)
     return fig
+
+
+def refused(name, *values, wanted="an integer >= 1", **fixed):
+    """Error cases ``(kwargs, message pattern)``, one per bad value of the argument ``name`` (the others ``fixed``),
+    each with the id ``name=value``, in the words every check of ``_validate`` uses: "<name> must be <wanted>, got
+    <value>"."""
+    return [
+        pytest.param(
+            fixed | {name: v}, rf"{name} must be {re.escape(wanted)}, got {re.escape(repr(v))}", id=f"{name}={v!r}"
+        )
+        for v in values
+    ]
