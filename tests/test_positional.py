@@ -95,49 +95,30 @@ def test_positional_encoding_honours_the_dtype(dtype):
 
 
 @pytest.mark.parametrize(
-    "args, kwargs, error, match",
+    "kwargs, match",
     [
-        ((0, 4), {}, ValueError, r"num_steps must be an integer >= 1, got 0"),
-        ((-3, 4), {}, ValueError, r"num_steps must be an integer >= 1, got -3"),
-        ((2.0, 4), {}, TypeError, r"num_steps must be an integer >= 1, got 2\.0"),
-        ((True, 4), {}, TypeError, r"num_steps must be an integer >= 1, got True"),
-        (("5", 4), {}, TypeError, r"num_steps must be an integer >= 1, got '5'"),
-        ((5, 0), {}, ValueError, r"num_hiddens must be an integer >= 1, got 0"),
-        ((5, 4.0), {}, TypeError, r"num_hiddens must be an integer >= 1, got 4\.0"),
-        ((5, False), {}, TypeError, r"num_hiddens must be an integer >= 1, got False"),
-        ((5, 4), {"base": 1.0}, ValueError, r"base must be a finite number > 1, got 1\.0"),
-        ((5, 4), {"base": 0.5}, ValueError, r"base must be a finite number > 1, got 0\.5"),
-        ((5, 4), {"base": float("nan")}, ValueError, r"base must be a finite number > 1, got nan"),
-        ((5, 4), {"base": "10000"}, TypeError, r"base must be a finite number > 1, got '10000'"),
-        ((5, 4), {"base": True}, TypeError, r"base must be a finite number > 1, got True"),
-        ((5, 4), {"dtype": torch.int64}, TypeError, r"dtype must be a floating torch\.dtype.*got torch\.int64"),
-        ((5, 4), {"dtype": torch.bool}, TypeError, r"dtype must be a floating torch\.dtype.*got torch\.bool"),
-        ((5, 4), {"dtype": "float32"}, TypeError, r"dtype must be a floating torch\.dtype.*got 'float32'"),
-        ((5, 4), {"dtype": None}, TypeError, r"dtype must be a floating torch\.dtype.*got None"),
-    ],
-    ids=[
-        "steps-zero",
-        "steps-negative",
-        "steps-float",
-        "steps-bool",
-        "steps-str",
-        "hiddens-zero",
-        "hiddens-float",
-        "hiddens-bool",
-        "base-one",
-        "base-below-one",
-        "base-nan",
-        "base-str",
-        "base-bool",
-        "dtype-int",
-        "dtype-bool",
-        "dtype-str",
-        "dtype-none",
+        *refused("num_steps", 0, -3, 2.0, True, "5", num_hiddens=4),
+        *refused("num_hiddens", 0, 4.0, False, num_steps=5),
+        *refused(
+            "base", 1.0, 0.5, float("nan"), "10000", True, wanted="a finite number > 1", num_steps=5, num_hiddens=4
+        ),
+        *refused(
+            "dtype",
+            torch.int64,
+            torch.bool,
+            "float32",
+            None,
+            wanted="a floating torch.dtype (e.g. torch.float32)",
+            num_steps=5,
+            num_hiddens=4,
+        ),
     ],
 )
-def test_positional_encoding_error_messages(args, kwargs, error, match):
+def test_positional_encoding_error_messages(kwargs, match, int_error, number_error):
+    name = match.split()[0]  # the argument at fault
+    error = TypeError if name == "dtype" else (number_error if name == "base" else int_error)(kwargs[name])
     with pytest.raises(error, match=match):
-        positional_encoding(*args, **kwargs)
+        positional_encoding(**kwargs)
 
 
 # ----------------------------------------------------------------------------------------------
