@@ -185,52 +185,39 @@ def test_additive_attention_bad_sizes(arg, value, shown, int_error):
         AdditiveAttention(**sizes)
 
 
+GOOD_QKV = {"queries": torch.zeros(2, 3, 3), "keys": torch.zeros(2, 5, 2), "values": torch.zeros(2, 5, 6)}
+
+
 @pytest.mark.parametrize(
-    "queries, keys, values, error, match",
+    "change, error, match",
     [
         (
-            torch.zeros(2, 3, 4),
-            torch.zeros(2, 5, 2),
-            torch.zeros(2, 5, 6),
+            {"queries": torch.zeros(2, 3, 4)},
             ValueError,
             r"queries\.shape\[-1\] must be query_size = 3, got queries of shape \(2, 3, 4\)",
         ),
         (
-            torch.zeros(2, 3, 3),
-            torch.zeros(2, 5, 4),
-            torch.zeros(2, 5, 6),
+            {"keys": torch.zeros(2, 5, 4)},
             ValueError,
             r"keys\.shape\[-1\] must be key_size = 2, got keys of shape \(2, 5, 4\)",
         ),
         (
-            torch.zeros(2, 3, 3, dtype=torch.float64),
-            torch.zeros(2, 5, 2, dtype=torch.float64),
-            torch.zeros(2, 5, 6, dtype=torch.float64),
+            {name: t.double() for name, t in GOOD_QKV.items()},
             TypeError,
             r"queries have dtype torch\.float64 but the layer's parameters are torch\.float32.*\.to\(torch\.float64\)",
         ),
-        (
-            torch.zeros(2, 3, 3),
-            torch.zeros(2, 5, 2),
-            torch.zeros(2, 4, 6),
-            ValueError,
-            r"values\.shape\[1\] must be K = 5",
-        ),
-        (
-            torch.zeros(3, 3),
-            torch.zeros(2, 5, 2),
-            torch.zeros(2, 5, 6),
-            ValueError,
-            r"queries must have shape \(B, Q, D\)",
-        ),
-        ([[[0.0] * 3]], torch.zeros(2, 5, 2), torch.zeros(2, 5, 6), TypeError, r"queries must be a torch\.Tensor"),
+        ({"values": torch.zeros(2, 4, 6)}, ValueError, r"values\.shape\[1\] must be K = 5"),
+        ({"queries": torch.zeros(3, 3)}, ValueError, r"queries must have shape \(B, Q, D\)"),
+        ({"queries": [[[0.0] * 3]]}, TypeError, r"queries must be a torch\.Tensor"),
     ],
     ids=["query-size", "key-size", "dtype", "values-K", "queries-rank", "queries-list"],
 )
-def test_additive_attention_forward_error_messages(queries, keys, values, error, match):
+def test_additive_attention_forward_error_messages(change, error, match):
+    """Each case changes one or more of the inputs in GOOD_QKV, which the layer accepts."""
     layer = AdditiveAttention(key_size=2, query_size=3, num_hiddens=4)
+    assert layer(**GOOD_QKV).shape == (2, 3, 6)
     with pytest.raises(error, match=match):
-        layer(queries, keys, values)
+        layer(**(GOOD_QKV | change))
 
 
 @pytest.mark.parametrize(

@@ -475,66 +475,53 @@ def test_mha_bad_dropout(dropout, shown, number_error):
         MultiHeadAttention(8, 2, dropout=dropout)
 
 
+GOOD_QKV = {"queries": torch.zeros(2, 3, 4), "keys": torch.zeros(2, 5, 6), "values": torch.zeros(2, 5, 5)}
+
+
 @pytest.mark.parametrize(
-    "queries, keys, values, error, match",
+    "change, error, match",
     [
         (
-            torch.zeros(2, 3, 7),
-            torch.zeros(2, 5, 6),
-            torch.zeros(2, 5, 5),
+            {"queries": torch.zeros(2, 3, 7)},
             ValueError,
             r"queries\.shape\[-1\] must be 4, got queries of shape \(2, 3, 7\)",
         ),
+        ({"keys": torch.zeros(2, 5, 4)}, ValueError, r"keys\.shape\[-1\] must be 6, got keys of shape \(2, 5, 4\)"),
         (
-            torch.zeros(2, 3, 4),
-            torch.zeros(2, 5, 4),
-            torch.zeros(2, 5, 5),
-            ValueError,
-            r"keys\.shape\[-1\] must be 6, got keys of shape \(2, 5, 4\)",
-        ),
-        (
-            torch.zeros(2, 3, 4),
-            torch.zeros(2, 5, 6),
-            torch.zeros(2, 5, 8),
+            {"values": torch.zeros(2, 5, 8)},
             ValueError,
             r"values\.shape\[-1\] must be 5, got values of shape \(2, 5, 8\)",
         ),
         (
-            torch.zeros(2, 3, 4),
-            torch.zeros(3, 5, 6),
-            torch.zeros(2, 5, 5),
+            {"keys": torch.zeros(3, 5, 6)},
             ValueError,
             r"must share the batch size B, got queries \(2, 3, 4\), keys \(3, 5, 6\), values \(2, 5, 5\)",
         ),
         (
-            torch.zeros(2, 3, 4),
-            torch.zeros(2, 5, 6),
-            torch.zeros(2, 4, 5),
+            {"values": torch.zeros(2, 4, 5)},
             ValueError,
             r"values must have one row per key: values\.shape\[1\] must be K = 5 .*got values \(2, 4, 5\)",
         ),
         (
-            torch.zeros(3, 4),
-            torch.zeros(2, 5, 6),
-            torch.zeros(2, 5, 5),
+            {"queries": torch.zeros(3, 4)},
             ValueError,
             r"queries must have shape \(B, Q, D\) \(3-D\), got shape \(3, 4\) \(2-D\)",
         ),
         (
-            torch.zeros(2, 3, 4),
-            torch.zeros(2, 5, 6, dtype=torch.int64),
-            torch.zeros(2, 5, 5),
+            {"keys": torch.zeros(2, 5, 6, dtype=torch.int64)},
             TypeError,
             r"keys must be a floating-point tensor.*got torch\.int64",
         ),
-        ([[[0.0] * 4]], torch.zeros(2, 5, 6), torch.zeros(2, 5, 5), TypeError, r"queries must be a torch\.Tensor"),
+        ({"queries": [[[0.0] * 4]]}, TypeError, r"queries must be a torch\.Tensor"),
     ],
     ids=["query-size", "key-size", "value-size", "batch", "length", "queries-rank", "integer-keys", "queries-list"],
 )
-def test_mha_forward_error_messages(queries, keys, values, error, match):
+def test_mha_forward_error_messages(change, error, match):
+    """Each case changes one of the inputs in GOOD_QKV, which the layer accepts."""
     layer = MultiHeadAttention(8, 2, query_size=4, key_size=6, value_size=5)
+    assert layer(**GOOD_QKV).shape == (2, 3, 8)
     with pytest.raises(error, match=match):
-        layer(queries, keys, values)
+        layer(**(GOOD_QKV | change))
 
 
 @pytest.mark.parametrize(
