@@ -39,13 +39,22 @@ def draw_cleanly(monkeypatch, plot, *args, **kwargs):
     return fig
 
 
-def refused(name, *values, wanted="an integer >= 1", **fixed):
+def error_for(value, right_type) -> type[Exception]:
+    """The house rule for bad input: a value of the wrong type raises TypeError, a wrong value ValueError.
+    ``bool`` counts as the wrong type where an int or a float is asked for."""
+    if isinstance(value, bool) or not isinstance(value, right_type):
+        return TypeError
+    return ValueError
+
+
+def refused(name, *values, wanted="an integer >= 1", right_type=None, **fixed):
     """Error cases ``(kwargs, message pattern)``, one per bad value of the argument ``name`` (the others ``fixed``),
     each with the id ``name=value``, in the words every check of ``_validate`` uses: "<name> must be <wanted>, got
-    <value>"."""
-    return [
-        pytest.param(
-            fixed | {name: v}, rf"{name} must be {re.escape(wanted)}, got {re.escape(repr(v))}", id=f"{name}={v!r}"
-        )
-        for v in values
-    ]
+    <value>". With ``right_type`` (``int``, or ``(int, float)`` for a number), each case also carries the exception
+    that ``error_for`` expects: ``(kwargs, error, message pattern)``."""
+    cases = []
+    for v in values:
+        match = rf"{name} must be {re.escape(wanted)}, got {re.escape(repr(v))}"
+        error = () if right_type is None else (error_for(v, right_type),)
+        cases.append(pytest.param(fixed | {name: v}, *error, match, id=f"{name}={v!r}"))
+    return cases
