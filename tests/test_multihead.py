@@ -524,26 +524,15 @@ def test_mha_forward_error_messages(change, error, match):
         layer(**(GOOD_QKV | change))
 
 
-@pytest.mark.parametrize(
-    "valid_lens, mask, error, match",
-    [
-        (torch.tensor([1, 6]), None, ValueError, r"valid_lens must lie in \[0, 5\].*got 6"),
-        (torch.tensor([1.0, 2.0]), None, TypeError, r"valid_lens must be an integer tensor"),
-        (None, torch.ones(3, 5), TypeError, r"mask must be a bool tensor \(True = may attend\), got torch\.float32"),
-    ],
-    ids=["too-long", "float-lens", "float-mask"],
-)
-def test_mha_valid_lens_and_mask_error_messages(valid_lens, mask, error, match):
-    with pytest.raises(error, match=match):
-        MultiHeadAttention(8, 2)(torch.zeros(2, 3, 8), torch.zeros(2, 5, 8), torch.zeros(2, 5, 8), valid_lens, mask)
-
-
 MASK_SHAPES = r"mask must have shape \(Q, K\), \(1, Q, K\) or \(B, Q, K\) = \(3, 5\) or \(1, 3, 5\) or \(2, 3, 5\)"
 
 
 @pytest.mark.parametrize(
     "valid_lens, mask, error, match",
     [
+        (torch.tensor([1, 6]), None, ValueError, r"valid_lens must lie in \[0, 5\].*got 6"),
+        (torch.tensor([1.0, 2.0]), None, TypeError, r"valid_lens must be an integer tensor"),
+        (None, torch.ones(3, 5), TypeError, r"mask must be a bool tensor \(True = may attend\), got torch\.float32"),
         (torch.tensor([1, 2, 3]), None, ValueError, r"valid_lens must have shape \(2,\) or \(2, 3\).*got shape \(3,\)"),
         (torch.zeros(8, dtype=torch.long), None, ValueError, r"valid_lens must have shape \(2,\) or \(2, 3\).*\(8,\)"),
         ([1, 2], None, TypeError, r"valid_lens must be a torch\.Tensor, got list"),
@@ -555,6 +544,9 @@ MASK_SHAPES = r"mask must have shape \(Q, K\), \(1, Q, K\) or \(B, Q, K\) = \(3,
         (None, [[True] * 5] * 3, TypeError, r"mask must be a bool tensor \(True = may attend\), got list"),
     ],
     ids=[
+        "too-long",
+        "float-lens",
+        "float-mask",
         "lens-shape",
         "lens-b-times-h",
         "lens-list",
@@ -566,8 +558,8 @@ MASK_SHAPES = r"mask must have shape \(Q, K\), \(1, Q, K\) or \(B, Q, K\) = \(3,
         "mask-list",
     ],
 )
-def test_mha_valid_lens_and_mask_errors_speak_of_the_callers_shapes(valid_lens, mask, error, match):
-    """B = 2, H = 4: the message names the shapes the caller may pass, not the (B * H, ...) ones inside."""
+def test_mha_valid_lens_and_mask_error_messages(valid_lens, mask, error, match):
+    """B = 2, H = 4: a message names the shapes the caller may pass, not the (B * H, ...) ones inside."""
     with pytest.raises(error, match=match):
         MultiHeadAttention(8, 4)(torch.zeros(2, 3, 8), torch.zeros(2, 5, 8), torch.zeros(2, 5, 8), valid_lens, mask)
 
