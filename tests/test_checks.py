@@ -56,6 +56,15 @@ def test_every_check_function_is_covered():
     assert len(public) == len(checks.__all__) - 1 and not missing, f"checks without tests: {missing}"
 
 
+@pytest.mark.parametrize("name", [name for name in checks.__all__ if name.startswith("check_")])
+def test_every_check_asks_to_replace_a_none_placeholder(name):
+    """A learner's cell starts with None placeholders, so every check answers None with "replace None with ..."
+    (the words after it are checked per notebook, and by nbval in the notebook's stored output)."""
+    check = getattr(checks, name)
+    required = [p for p in inspect.signature(check).parameters.values() if p.default is inspect.Parameter.empty]
+    assert_hint(check(*[None] * len(required)), "replace None with ")
+
+
 # ---- the guards that every check shares ------------------------------------------------------------------------
 
 

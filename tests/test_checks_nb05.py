@@ -152,7 +152,6 @@ def test_check_key_padding_mask_right_answer(mask):
 @pytest.mark.parametrize(
     ("mask", "words"),
     [
-        pytest.param(None, ["replace None"], id="none"),
         pytest.param(torch.tensor(_flip(KEY_PADDING)), ["polarity", "~"], id="course-polarity"),
         pytest.param(torch.tensor(KEY_PADDING).int(), ["bool"], id="int"),
         pytest.param(torch.tensor(KEY_PADDING)[:1], ["shape"], id="shape"),
@@ -203,7 +202,6 @@ def _no_mask(q, k, v, m):
 @pytest.mark.parametrize(
     ("fn", "words"),
     [
-        pytest.param(None, ["replace None"], id="none"),
         pytest.param(3, ["expected a function"], id="not-callable"),
         pytest.param(lambda q, k, v, m: _masked_attention(q, k, v, m, transpose=True), ["transposed"], id="transposed"),
         pytest.param(lambda q, k, v, m: _masked_attention(q, k, v, m, scale=1.0), ["scale is missing"], id="no-scale"),

@@ -287,7 +287,6 @@ def test_check_multi_head_right_answer(fn):
 @pytest.mark.parametrize(
     ("fn", "words"),
     [
-        pytest.param(None, ["replace None"], id="none"),
         pytest.param("f", ["expected a function"], id="not-callable"),
         pytest.param(lambda *a: _multi_head(*a, project=False), ["output projection is missing"], id="no-projection"),
         pytest.param(lambda *a: _multi_head(*a, split=_split_head_major), ["head order"], id="split-head-major"),
@@ -354,7 +353,6 @@ def test_check_positional_encoding_right_answer(fn):
 @pytest.mark.parametrize(
     ("fn", "words"),
     [
-        pytest.param(None, ["replace None"], id="none"),
         pytest.param(1, ["expected a function"], id="not-callable"),
         pytest.param(lambda t, d: _encoding(t, d, swap=True), ["swapped"], id="swapped"),
         pytest.param(lambda t, d: _encoding(t, d, start=1), ["positions start at 0"], id="from-1"),
