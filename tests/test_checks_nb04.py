@@ -89,12 +89,7 @@ def test_check_new_token_key_hints(answer, words):
     assert_hint(check_new_token_key(answer), *words)
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
-        *in_float64_and_float32(SCORES4),
-    ],
-)
+@pytest.mark.parametrize("answer", in_float64_and_float32(SCORES4))
 def test_check_new_token_scores_right_answer(answer):
     assert_correct(check_new_token_scores(answer), "[5, 12, 11]")
 
@@ -117,12 +112,7 @@ def test_check_new_token_scores_hints(answer, words):
     assert_hint(check_new_token_scores(answer), *words)
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
-        *in_float64_and_float32(OUTPUT4),
-    ],
-)
+@pytest.mark.parametrize("answer", in_float64_and_float32(OUTPUT4))
 def test_check_new_token_output_right_answer(answer):
     assert_correct(check_new_token_output(answer))
 
@@ -176,12 +166,7 @@ def test_reversed_outputs_by_hand_are_the_outputs_in_reverse_order():
     assert torch.allclose(torch.tensor(REVERSED), torch.tensor(_outputs_by_hand(X_TOKENS)[::-1]))
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
-        *in_float64_and_float32(REVERSED),
-    ],
-)
+@pytest.mark.parametrize("answer", in_float64_and_float32(REVERSED))
 def test_check_reversed_outputs_right_answer(answer):
     assert_correct(check_reversed_outputs(answer), "order")
 

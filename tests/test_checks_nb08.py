@@ -64,12 +64,7 @@ def test_check_layer_norm_hints(answer, words):
 FFN_PARAMS = 32 * 64 + 64 + 64 * 32 + 32  # 4192
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [
-        *as_int_float_tensor_numpy(FFN_PARAMS),
-    ],
-)
+@pytest.mark.parametrize("answer", as_int_float_tensor_numpy(FFN_PARAMS))
 def test_check_ffn_parameters_right_answer(answer):
     assert_correct(check_ffn_parameters(answer), "4192")
 
