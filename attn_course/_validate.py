@@ -20,6 +20,7 @@ __all__ = [
     "require_float",
     "require_finite",
     "require_rank",
+    "require_dim",
     "require_same_dtype",
     "require_int",
     "require_kv_heads",
@@ -77,6 +78,13 @@ def require_rank(x: torch.Tensor, name: str, ranks: Sequence[int], meaning: str)
             f"got shape {tuple(x.shape)} ({x.ndim}-D)"
         )
     return x
+
+
+def require_dim(x: torch.Tensor, name: str, dim: int, size: int, expected: str = "", note: str = "", lead: str = ""):
+    """Check ``x.shape[dim] == size``, else "<lead>x.shape[dim] must be <expected><size> (<note>), got x of shape S"."""
+    if x.shape[dim] != size:
+        must = f"{lead}{name}.shape[{dim}] must be {expected}{size}" + (f" ({note})" if note else "")
+        raise ValueError(f"{must}, got {name} of shape {tuple(x.shape)}")
 
 
 def require_same_dtype(x: torch.Tensor, name: str, ref: torch.Tensor, ref_name: str) -> None:

@@ -19,6 +19,7 @@ import torch
 
 from ._validate import (
     require_choice,
+    require_dim,
     require_finite,
     require_float,
     require_mask,
@@ -131,11 +132,8 @@ def nadaraya_watson(
             f"queries and keys must have the same kind: both (N,) or both (N, D) with the same D; "
             f"got queries {tuple(queries.shape)} and keys {tuple(keys.shape)}"
         )
-    if values.shape[0] != keys.shape[0]:
-        raise ValueError(
-            f"values must have one row per key: values.shape[0] must be {keys.shape[0]} "
-            f"(keys has shape {tuple(keys.shape)}), got values of shape {tuple(values.shape)}"
-        )
+    one_row_per_key = "values must have one row per key: "
+    require_dim(values, "values", 0, keys.shape[0], note=f"keys has shape {tuple(keys.shape)}", lead=one_row_per_key)
     if keys.shape[0] == 0:
         raise ValueError("keys must hold at least one key, got 0")
     for name, t in (("queries", queries), ("keys", keys), ("values", values)):

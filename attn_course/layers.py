@@ -14,7 +14,7 @@ import math
 import torch
 from torch import nn
 
-from ._validate import require_choice, require_int, require_positive, require_probability, require_qkv
+from ._validate import require_choice, require_dim, require_int, require_positive, require_probability, require_qkv
 from .kernels import KERNELS, nadaraya_watson
 from .scoring import additive_scores, attention_pooling, scaled_dot_product_attention
 
@@ -104,8 +104,7 @@ class AdditiveAttention(nn.Module):
             ("queries", queries, "query_size", self.W_q.in_features),
             ("keys", keys, "key_size", self.W_k.in_features),
         ):
-            if t.shape[-1] != size:
-                raise ValueError(f"{name}.shape[-1] must be {arg} = {size}, got {name} of shape {tuple(t.shape)}")
+            require_dim(t, name, -1, size, expected=f"{arg} = ")
         if queries.dtype != self.W_q.weight.dtype:
             raise TypeError(
                 f"queries have dtype {queries.dtype} but the layer's parameters are {self.W_q.weight.dtype}; "

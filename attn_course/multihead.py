@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from ._validate import (
+    require_dim,
     require_float,
     require_int,
     require_kv_heads,
@@ -203,8 +204,7 @@ class MultiHeadAttention(nn.Module):
     def forward(self, queries, keys, values, valid_lens=None, mask=None):
         require_qkv(queries, keys, values, same_size=False)
         for name, t, layer in (("queries", queries, self.W_q), ("keys", keys, self.W_k), ("values", values, self.W_v)):
-            if t.shape[-1] != layer.in_features:
-                raise ValueError(f"{name}.shape[-1] must be {layer.in_features}, got {name} of shape {tuple(t.shape)}")
+            require_dim(t, name, -1, layer.in_features)
             if t.dtype != layer.weight.dtype:
                 raise TypeError(
                     f"{name} have dtype {t.dtype} but the layer's parameters are {layer.weight.dtype}; "

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import torch
 
-from ._validate import require_float, require_rank, require_same_dtype
+from ._validate import require_dim, require_float, require_rank, require_same_dtype
 
 __all__ = [
     "SelfAttentionSteps",
@@ -52,11 +52,7 @@ def self_attention_steps(
         require_float(w, name)
         require_rank(w, name, (2,), "(Din, V)" if name == "w_value" else "(Din, D)")
         require_same_dtype(w, name, inputs, "inputs")
-        if w.shape[0] != inputs.shape[1]:
-            raise ValueError(
-                f"{name}.shape[0] must be Din = {inputs.shape[1]} (inputs {tuple(inputs.shape)}), "
-                f"got {name} of shape {tuple(w.shape)}"
-            )
+        require_dim(w, name, 0, inputs.shape[1], expected="Din = ", note=f"inputs {tuple(inputs.shape)}")
     if w_query.shape[1] != w_key.shape[1]:
         raise ValueError(
             f"w_query and w_key must project to one size D, got {tuple(w_query.shape)} and {tuple(w_key.shape)}"

@@ -9,6 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from _helpers import error_for  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -69,21 +70,13 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-def _error_for(value, right_type) -> type[Exception]:
-    """The house rule for bad input: a value of the wrong type raises TypeError, a wrong value ValueError.
-    ``bool`` counts as the wrong type where an int or a float is asked for."""
-    if isinstance(value, bool) or not isinstance(value, right_type):
-        return TypeError
-    return ValueError
-
-
 @pytest.fixture
 def int_error():
     """``int_error(value)``: the exception an integer argument must raise for ``value``."""
-    return lambda value: _error_for(value, int)
+    return lambda value: error_for(value, int)
 
 
 @pytest.fixture
 def number_error():
     """``number_error(value)``: the exception a number argument (int or float) must raise for ``value``."""
-    return lambda value: _error_for(value, (int, float))
+    return lambda value: error_for(value, (int, float))

@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+from _helpers import refused
 from torch.testing import assert_close
 
 from attn_course.data import (
@@ -58,14 +59,6 @@ def test_toy_regression_is_deterministic_for_a_seed_and_differs_across_seeds():
     assert torch.equal(a.x_test, c.x_test)  # the test grid does not depend on the seed
 
 
-def test_toy_regression_does_not_touch_the_global_rng():
-    torch.manual_seed(0)
-    expected = torch.rand(3)
-    torch.manual_seed(0)
-    toy_regression(seed=123)
-    assert torch.equal(torch.rand(3), expected)
-
-
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
 def test_toy_regression_dtype(dtype):
     data = toy_regression(n_train=5, dtype=dtype)
@@ -83,22 +76,19 @@ def test_toy_regression_noise():
     assert abs(float(residual.mean())) < 0.05
 
 
+NOISE_WANTED = "a finite number >= 0 (a standard deviation)"
+
+
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
-        ({"n_train": 0}, ValueError, r"n_train must be an integer >= 1, got 0"),
-        ({"n_train": -3}, ValueError, r"n_train must be an integer >= 1, got -3"),
-        ({"n_train": 2.5}, TypeError, r"n_train must be an integer >= 1, got 2\.5"),
-        ({"n_train": True}, TypeError, r"n_train must be an integer >= 1, got True"),
-        ({"n_train": "50"}, TypeError, r"n_train must be an integer >= 1, got '50'"),
-        ({"noise": -0.1}, ValueError, r"noise must be a finite number >= 0 \(a standard deviation\), got -0\.1"),
-        ({"noise": float("nan")}, ValueError, r"noise must be a finite number >= 0 \(a standard deviation\), got nan"),
+        *refused("n_train", 0, -3, 2.5, True, "50", right_type=int),
+        *refused("noise", -0.1, float("nan"), None, wanted=NOISE_WANTED, right_type=(int, float)),
         ({"x_max": 0.0}, ValueError, r"need x_max > 0 and 0 < step < x_max, got x_max=0\.0, step=0\.1"),
         ({"x_max": -1.0}, ValueError, r"got x_max=-1\.0, step=0\.1"),
         ({"step": 0.0}, ValueError, r"need x_max > 0 and 0 < step < x_max, got x_max=5\.0, step=0\.0"),
         ({"step": -0.1}, ValueError, r"got x_max=5\.0, step=-0\.1"),
         ({"step": 5.0}, ValueError, r"got x_max=5\.0, step=5\.0"),
-        ({"noise": None}, TypeError, r"noise must be a finite number >= 0 \(a standard deviation\), got None"),
         ({"dtype": torch.int64}, (TypeError, ValueError), r"dtype.*torch\.int64"),
         ({"dtype": "float32"}, (TypeError, ValueError), r"dtype.*'float32'"),
     ],
@@ -152,11 +142,13 @@ def test_noisy_samples_is_deterministic_for_a_seed_and_differs_across_seeds():
     assert not torch.equal(y_a, y_c)
 
 
-def test_noisy_samples_does_not_touch_the_global_rng():
+@pytest.mark.parametrize("make", [toy_regression, noisy_samples], ids=lambda f: f.__name__)
+def test_the_data_makers_do_not_touch_the_global_rng(make):
+    """They draw from a private generator seeded by ``seed``."""
     torch.manual_seed(0)
     expected = torch.rand(3)
     torch.manual_seed(0)
-    noisy_samples(seed=123)
+    make(seed=123)
     assert torch.equal(torch.rand(3), expected)
 
 
@@ -172,40 +164,32 @@ def test_noisy_samples_dtype(dtype):
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
-        ({"n": 1}, ValueError, r"n must be an integer >= 2, got 1"),
-        ({"n": 0}, ValueError, r"n must be an integer >= 2, got 0"),
-        ({"n": -4}, ValueError, r"n must be an integer >= 2, got -4"),
-        ({"n": 5.0}, TypeError, r"n must be an integer >= 2, got 5\.0"),
-        ({"n": True}, TypeError, r"n must be an integer >= 2, got True"),
-        ({"n": "10"}, TypeError, r"n must be an integer >= 2, got '10'"),
-        ({"noise": -0.3}, ValueError, r"noise must be a finite number >= 0 \(a standard deviation\), got -0\.3"),
-        ({"noise": float("nan")}, ValueError, r"noise must be a finite number >= 0 \(a standard deviation\), got nan"),
-        ({"noise": True}, TypeError, r"noise must be a finite number >= 0 \(a standard deviation\), got True"),
-        ({"noise": None}, TypeError, r"noise must be a finite number >= 0 \(a standard deviation\), got None"),
-        ({"x_min": 5.0}, ValueError, r"need 0 <= x_min < x_max, got x_min=5\.0, x_max=5\.0"),
-        ({"x_min": 3.0, "x_max": 2.0}, ValueError, r"need 0 <= x_min < x_max, got x_min=3\.0, x_max=2\.0"),
-        ({"x_min": -1.0}, ValueError, r"need 0 <= x_min < x_max, got x_min=-1\.0, x_max=5\.0"),
-        ({"x_max": float("nan")}, ValueError, r"need 0 <= x_min < x_max, got x_min=0\.0, x_max=nan"),
-        ({"dtype": torch.int64}, TypeError, r"dtype must be a floating torch\.dtype.*got torch\.int64"),
-        ({"dtype": "float64"}, TypeError, r"dtype must be a floating torch\.dtype.*got 'float64'"),
-    ],
-    ids=[
-        "n-1",
-        "n-0",
-        "n-negative",
-        "n-float",
-        "n-bool",
-        "n-str",
-        "noise-negative",
-        "noise-nan",
-        "noise-bool",
-        "noise-none",
-        "x_min-equals-x_max",
-        "x_min-above-x_max",
-        "x_min-negative",
-        "x_max-nan",
-        "dtype-int",
-        "dtype-str",
+        *refused("n", 1, 0, -4, 5.0, True, "10", wanted="an integer >= 2", right_type=int),
+        *refused("noise", -0.3, float("nan"), True, None, wanted=NOISE_WANTED, right_type=(int, float)),
+        pytest.param(
+            {"x_min": 5.0}, ValueError, r"need 0 <= x_min < x_max, got x_min=5\.0, x_max=5\.0", id="x_min-equals-x_max"
+        ),
+        pytest.param(
+            {"x_min": 3.0, "x_max": 2.0},
+            ValueError,
+            r"need 0 <= x_min < x_max, got x_min=3\.0, x_max=2\.0",
+            id="x_min-above-x_max",
+        ),
+        pytest.param(
+            {"x_min": -1.0}, ValueError, r"need 0 <= x_min < x_max, got x_min=-1\.0, x_max=5\.0", id="x_min-negative"
+        ),
+        pytest.param(
+            {"x_max": float("nan")}, ValueError, r"need 0 <= x_min < x_max, got x_min=0\.0, x_max=nan", id="x_max-nan"
+        ),
+        pytest.param(
+            {"dtype": torch.int64},
+            TypeError,
+            r"dtype must be a floating torch\.dtype.*got torch\.int64",
+            id="dtype-int",
+        ),
+        pytest.param(
+            {"dtype": "float64"}, TypeError, r"dtype must be a floating torch\.dtype.*got 'float64'", id="dtype-str"
+        ),
     ],
 )
 def test_noisy_samples_error_messages(kwargs, error, match):

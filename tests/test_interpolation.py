@@ -2,11 +2,11 @@
 
 import inspect
 
-import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
+from _helpers import draw_cleanly
 from matplotlib.figure import Figure
 
 from attn_course import (
@@ -379,19 +379,10 @@ HELPERS = {
 @pytest.mark.parametrize("name", HELPERS)
 def test_helper_returns_a_figure_without_show_or_global_changes(name, monkeypatch):
     draw, n_axes, _ = HELPERS[name]
-
-    def forbidden_show(*args, **kwargs):
-        raise AssertionError("plot helpers must not call plt.show()")
-
-    monkeypatch.setattr(plt, "show", forbidden_show)
-    before = dict(matplotlib.rcParams)
-    fig = draw()
-    assert isinstance(fig, Figure)
-    assert dict(matplotlib.rcParams) == before
+    fig = draw_cleanly(monkeypatch, draw)
     assert len(fig.axes) == n_axes
     assert all(ax.get_ylabel() and ax.get_title() for ax in fig.axes)  # every panel is labelled and titled
     assert any(ax.get_xlabel() for ax in fig.axes)
-    assert plt.get_fignums() == [fig.number]
 
 
 @pytest.mark.parametrize("name", HELPERS)

@@ -6,6 +6,7 @@ import warnings
 import pytest
 import torch
 import torch.nn.functional as F
+from _helpers import bool_mask_by_loop, random_qkv
 from torch.testing import assert_close
 
 from attn_course import (
@@ -18,21 +19,6 @@ from attn_course import (
 )
 from attn_course.data import toy_regression
 
-
-def _bool_mask(valid_lens, num_q, num_k):
-    """(B, Q, K) boolean mask (True = may attend) from (B,) or (B, Q) lengths, by a plain loop."""
-    lens = valid_lens if valid_lens.ndim == 2 else valid_lens[:, None].expand(-1, num_q)
-    return torch.tensor([[[k < int(n) for k in range(num_k)] for n in per_q] for per_q in lens])
-
-
-def _qkv(gen, dtype, dq=4, dk=4, b=2, q=3, k=5, v=6):
-    return (
-        torch.randn(b, q, dq, generator=gen, dtype=dtype),
-        torch.randn(b, k, dk, generator=gen, dtype=dtype),
-        torch.randn(b, k, v, generator=gen, dtype=dtype),
-    )
-
-
 VALID_LENS = [None, torch.tensor([2, 5]), torch.tensor([[1, 5, 3], [2, 4, 1]])]
 VALID_IDS = ["none", "(B,)", "(B, Q)"]
 
@@ -44,10 +30,10 @@ VALID_IDS = ["none", "(B,)", "(B, Q)"]
 
 @pytest.mark.parametrize("valid_lens", VALID_LENS, ids=VALID_IDS)
 def test_dot_product_attention_matches_torch(valid_lens, dtype, gen):
-    queries, keys, values = _qkv(gen, dtype)
+    queries, keys, values = random_qkv(gen, dtype)
     layer = DotProductAttention(dropout=0.0).eval()
     output = layer(queries, keys, values, valid_lens)
-    mask = None if valid_lens is None else _bool_mask(valid_lens, 3, 5)
+    mask = None if valid_lens is None else bool_mask_by_loop(valid_lens, 3, 5)
     assert output.dtype == dtype and output.shape == (2, 3, 6)
     assert_close(output, F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask))
     scores = queries @ keys.transpose(1, 2) / math.sqrt(4)
@@ -58,7 +44,7 @@ def test_dot_product_attention_matches_torch(valid_lens, dtype, gen):
 def test_dot_product_attention_keeps_weights_of_the_last_call(gen):
     layer = DotProductAttention()
     assert layer.attention_weights is None
-    queries, keys, values = _qkv(gen, torch.float32)
+    queries, keys, values = random_qkv(gen, torch.float32)
     layer(queries, keys, values, torch.tensor([1, 2]))
     first = layer.attention_weights.clone()
     assert first.shape == (2, 3, 5) and (first[0, :, 1:] == 0).all() and (first[1, :, 2:] == 0).all()
@@ -67,7 +53,7 @@ def test_dot_product_attention_keeps_weights_of_the_last_call(gen):
 
 
 def test_dot_product_attention_does_not_modify_inputs(dtype, gen, call_unmodified):
-    queries, keys, values = _qkv(gen, dtype)
+    queries, keys, values = random_qkv(gen, dtype)
     call_unmodified(DotProductAttention(dropout=0.3), queries, keys, values, torch.tensor([[0, 1, 2], [5, 4, 3]]))
 
 
@@ -80,7 +66,7 @@ def _additive_by_loop(layer, queries, keys, values, valid_lens):
     """Scores w_v . tanh(W_q q + W_k k) pair by pair with the layer's own weights, then masked pooling."""
     w_q, w_k, w_v = layer.W_q.weight, layer.W_k.weight, layer.w_v.weight[0]
     b, nq, nk = queries.shape[0], queries.shape[1], keys.shape[1]
-    mask = torch.ones(b, nq, nk, dtype=torch.bool) if valid_lens is None else _bool_mask(valid_lens, nq, nk)
+    mask = torch.ones(b, nq, nk, dtype=torch.bool) if valid_lens is None else bool_mask_by_loop(valid_lens, nq, nk)
     weights = torch.zeros(b, nq, nk, dtype=queries.dtype)
     for i in range(b):
         for j in range(nq):
@@ -94,7 +80,7 @@ def _additive_by_loop(layer, queries, keys, values, valid_lens):
 def test_additive_attention_matches_loop(valid_lens, dtype, gen):
     torch.manual_seed(0)
     layer = AdditiveAttention(key_size=2, query_size=3, num_hiddens=8).to(dtype).eval()
-    queries, keys, values = _qkv(gen, dtype, dq=3, dk=2)
+    queries, keys, values = random_qkv(gen, dtype, dq=3, dk=2)
     with torch.no_grad():
         output = layer(queries, keys, values, valid_lens)
         expected_out, expected_w = _additive_by_loop(layer, queries, keys, values, valid_lens)
@@ -106,11 +92,11 @@ def test_additive_attention_matches_loop(valid_lens, dtype, gen):
 def test_additive_attention_weights_properties_and_inputs(dtype, gen, call_unmodified):
     torch.manual_seed(0)
     layer = AdditiveAttention(key_size=2, query_size=3, num_hiddens=4).to(dtype)
-    queries, keys, values = _qkv(gen, dtype, dq=3, dk=2)
+    queries, keys, values = random_qkv(gen, dtype, dq=3, dk=2)
     valid_lens = torch.tensor([[0, 1, 2], [5, 4, 3]])
     output = call_unmodified(layer, queries, keys, values, valid_lens)
     weights = layer.attention_weights
-    mask = _bool_mask(valid_lens, 3, 5)
+    mask = bool_mask_by_loop(valid_lens, 3, 5)
     assert (weights[~mask] == 0).all() and not weights.isnan().any()
     assert (output[0, 0] == 0).all()  # a query with no valid key pools nothing
     assert_close(weights.sum(-1)[mask.any(-1)], torch.ones(5, dtype=dtype))
@@ -119,7 +105,7 @@ def test_additive_attention_weights_properties_and_inputs(dtype, gen, call_unmod
 def test_additive_attention_gradients_reach_all_parameters(gen):
     torch.manual_seed(0)
     layer = AdditiveAttention(key_size=2, query_size=3, num_hiddens=4)
-    queries, keys, values = _qkv(gen, torch.float32, dq=3, dk=2)
+    queries, keys, values = random_qkv(gen, torch.float32, dq=3, dk=2)
     layer(queries, keys, values, torch.tensor([0, 3])).sum().backward()
     for name, p in layer.named_parameters():
         assert p.grad is not None and torch.isfinite(p.grad).all() and p.grad.abs().sum() > 0, name
@@ -139,7 +125,7 @@ def _make(kind, dropout):
 
 @pytest.mark.parametrize("kind", ["dot", "additive"])
 def test_dropout_only_in_train_mode(kind, gen):
-    queries, keys, values = _qkv(gen, torch.float32, q=6, k=10)
+    queries, keys, values = random_qkv(gen, torch.float32, q=6, k=10)
     valid_lens = torch.tensor([7, 10])
     with torch.no_grad():
         reference = _make(kind, 0.0).eval()(queries, keys, values, valid_lens)
@@ -156,7 +142,7 @@ def test_dropout_only_in_train_mode(kind, gen):
 
 @pytest.mark.parametrize("kind", ["dot", "additive"])
 def test_zero_dropout_in_train_mode_equals_eval_mode(kind, gen):
-    queries, keys, values = _qkv(gen, torch.float32)
+    queries, keys, values = random_qkv(gen, torch.float32)
     layer = _make(kind, 0.0)
     with torch.no_grad():
         assert torch.equal(layer.train()(queries, keys, values), layer.eval()(queries, keys, values))
@@ -199,52 +185,39 @@ def test_additive_attention_bad_sizes(arg, value, shown, int_error):
         AdditiveAttention(**sizes)
 
 
+GOOD_QKV = {"queries": torch.zeros(2, 3, 3), "keys": torch.zeros(2, 5, 2), "values": torch.zeros(2, 5, 6)}
+
+
 @pytest.mark.parametrize(
-    "queries, keys, values, error, match",
+    "change, error, match",
     [
         (
-            torch.zeros(2, 3, 4),
-            torch.zeros(2, 5, 2),
-            torch.zeros(2, 5, 6),
+            {"queries": torch.zeros(2, 3, 4)},
             ValueError,
             r"queries\.shape\[-1\] must be query_size = 3, got queries of shape \(2, 3, 4\)",
         ),
         (
-            torch.zeros(2, 3, 3),
-            torch.zeros(2, 5, 4),
-            torch.zeros(2, 5, 6),
+            {"keys": torch.zeros(2, 5, 4)},
             ValueError,
             r"keys\.shape\[-1\] must be key_size = 2, got keys of shape \(2, 5, 4\)",
         ),
         (
-            torch.zeros(2, 3, 3, dtype=torch.float64),
-            torch.zeros(2, 5, 2, dtype=torch.float64),
-            torch.zeros(2, 5, 6, dtype=torch.float64),
+            {name: t.double() for name, t in GOOD_QKV.items()},
             TypeError,
             r"queries have dtype torch\.float64 but the layer's parameters are torch\.float32.*\.to\(torch\.float64\)",
         ),
-        (
-            torch.zeros(2, 3, 3),
-            torch.zeros(2, 5, 2),
-            torch.zeros(2, 4, 6),
-            ValueError,
-            r"values\.shape\[1\] must be K = 5",
-        ),
-        (
-            torch.zeros(3, 3),
-            torch.zeros(2, 5, 2),
-            torch.zeros(2, 5, 6),
-            ValueError,
-            r"queries must have shape \(B, Q, D\)",
-        ),
-        ([[[0.0] * 3]], torch.zeros(2, 5, 2), torch.zeros(2, 5, 6), TypeError, r"queries must be a torch\.Tensor"),
+        ({"values": torch.zeros(2, 4, 6)}, ValueError, r"values\.shape\[1\] must be K = 5"),
+        ({"queries": torch.zeros(3, 3)}, ValueError, r"queries must have shape \(B, Q, D\)"),
+        ({"queries": [[[0.0] * 3]]}, TypeError, r"queries must be a torch\.Tensor"),
     ],
     ids=["query-size", "key-size", "dtype", "values-K", "queries-rank", "queries-list"],
 )
-def test_additive_attention_forward_error_messages(queries, keys, values, error, match):
+def test_additive_attention_forward_error_messages(change, error, match):
+    """Each case changes one or more of the inputs in GOOD_QKV, which the layer accepts."""
     layer = AdditiveAttention(key_size=2, query_size=3, num_hiddens=4)
+    assert layer(**GOOD_QKV).shape == (2, 3, 6)
     with pytest.raises(error, match=match):
-        layer(queries, keys, values)
+        layer(**(GOOD_QKV | change))
 
 
 @pytest.mark.parametrize(
@@ -428,7 +401,7 @@ def _tril(n):
 
 
 def test_dot_product_attention_causal_mask_matches_torch_is_causal(dtype, gen, call_unmodified):
-    queries, keys, values = _qkv(gen, dtype, q=5, k=5)
+    queries, keys, values = random_qkv(gen, dtype, q=5, k=5)
     layer = DotProductAttention(dropout=0.0).eval()
     output = call_unmodified(layer, queries, keys, values, None, causal_mask(5))
     assert output.dtype == dtype and output.shape == (2, 5, 6)
@@ -440,16 +413,16 @@ def test_dot_product_attention_causal_mask_matches_torch_is_causal(dtype, gen, c
 
 @pytest.mark.parametrize("valid_lens", [torch.tensor([3, 5]), torch.tensor([[1, 2, 2, 2, 2], [1, 2, 3, 4, 5]])])
 def test_dot_product_attention_causal_and_padding_matches_torch_attn_mask(valid_lens, dtype, gen):
-    queries, keys, values = _qkv(gen, dtype, q=5, k=5)
+    queries, keys, values = random_qkv(gen, dtype, q=5, k=5)
     layer = DotProductAttention().eval()
     output = layer(queries, keys, values, valid_lens, mask=causal_mask(5))
-    attn_mask = _tril(5) & _bool_mask(valid_lens, 5, 5)  # every row keeps key 0
+    attn_mask = _tril(5) & bool_mask_by_loop(valid_lens, 5, 5)  # every row keeps key 0
     assert_close(output, F.scaled_dot_product_attention(queries, keys, values, attn_mask=attn_mask))
     assert (layer.attention_weights[~attn_mask] == 0).all()
 
 
 def test_dot_product_attention_with_causal_mask_is_invariant_to_padding(gen):
-    queries, keys, values = _qkv(gen, torch.float32, q=4, k=4)
+    queries, keys, values = random_qkv(gen, torch.float32, q=4, k=4)
     valid_lens = torch.tensor([2, 3])
     keys2, values2 = keys.clone(), values.clone()
     keys2[0, 2:], values2[0, 2:] = 100.0, -100.0

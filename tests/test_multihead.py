@@ -1,14 +1,14 @@
 """attn_course.multihead: split_heads, merge_heads, multi_head_attention and MultiHeadAttention."""
 
+import functools
 import math
 
-import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
+from _helpers import bool_mask_by_loop, draw_cleanly, random_qkv
 from matplotlib.collections import QuadMesh
-from matplotlib.figure import Figure
 from torch import nn
 from torch.testing import assert_close
 
@@ -22,19 +22,7 @@ from attn_course import (
     split_heads,
 )
 
-
-def _bool_mask(valid_lens, num_q, num_k):
-    """(B, Q, K) boolean mask (True = may attend) from (B,) or (B, Q) lengths, by a plain loop."""
-    lens = valid_lens if valid_lens.ndim == 2 else valid_lens[:, None].expand(-1, num_q)
-    return torch.tensor([[[k < int(n) for k in range(num_k)] for n in per_q] for per_q in lens])
-
-
-def _qkv(gen, dtype, dq=8, dk=8, dv=8, b=2, q=3, k=5):
-    return (
-        torch.randn(b, q, dq, generator=gen, dtype=dtype),
-        torch.randn(b, k, dk, generator=gen, dtype=dtype),
-        torch.randn(b, k, dv, generator=gen, dtype=dtype),
-    )
+_qkv = functools.partial(random_qkv, dq=8, dk=8, dv=8)  # (B, Q, 8), (B, K, 8), (B, K, 8)
 
 
 def _layer(dtype=torch.float32, num_hiddens=8, num_heads=2, seed=0, **kwargs):
@@ -294,7 +282,7 @@ def test_mha_weights_sum_to_one_and_are_zero_past_valid_lengths(valid_lens, dtyp
     queries, keys, values = _qkv(gen, dtype)
     output = layer(queries, keys, values, valid_lens)
     weights = layer.attention_weights
-    allowed = _bool_mask(valid_lens, 3, 5)[:, None].expand(2, 2, 3, 5)  # the same mask for every head
+    allowed = bool_mask_by_loop(valid_lens, 3, 5)[:, None].expand(2, 2, 3, 5)  # the same mask for every head
     assert weights.shape == (2, 2, 3, 5) and not weights.requires_grad
     assert (weights[~allowed] == 0).all() and (weights[allowed] > 0).all()
     has_key = allowed.any(-1)
@@ -487,80 +475,53 @@ def test_mha_bad_dropout(dropout, shown, number_error):
         MultiHeadAttention(8, 2, dropout=dropout)
 
 
+GOOD_QKV = {"queries": torch.zeros(2, 3, 4), "keys": torch.zeros(2, 5, 6), "values": torch.zeros(2, 5, 5)}
+
+
 @pytest.mark.parametrize(
-    "queries, keys, values, error, match",
+    "change, error, match",
     [
         (
-            torch.zeros(2, 3, 7),
-            torch.zeros(2, 5, 6),
-            torch.zeros(2, 5, 5),
+            {"queries": torch.zeros(2, 3, 7)},
             ValueError,
             r"queries\.shape\[-1\] must be 4, got queries of shape \(2, 3, 7\)",
         ),
+        ({"keys": torch.zeros(2, 5, 4)}, ValueError, r"keys\.shape\[-1\] must be 6, got keys of shape \(2, 5, 4\)"),
         (
-            torch.zeros(2, 3, 4),
-            torch.zeros(2, 5, 4),
-            torch.zeros(2, 5, 5),
-            ValueError,
-            r"keys\.shape\[-1\] must be 6, got keys of shape \(2, 5, 4\)",
-        ),
-        (
-            torch.zeros(2, 3, 4),
-            torch.zeros(2, 5, 6),
-            torch.zeros(2, 5, 8),
+            {"values": torch.zeros(2, 5, 8)},
             ValueError,
             r"values\.shape\[-1\] must be 5, got values of shape \(2, 5, 8\)",
         ),
         (
-            torch.zeros(2, 3, 4),
-            torch.zeros(3, 5, 6),
-            torch.zeros(2, 5, 5),
+            {"keys": torch.zeros(3, 5, 6)},
             ValueError,
             r"must share the batch size B, got queries \(2, 3, 4\), keys \(3, 5, 6\), values \(2, 5, 5\)",
         ),
         (
-            torch.zeros(2, 3, 4),
-            torch.zeros(2, 5, 6),
-            torch.zeros(2, 4, 5),
+            {"values": torch.zeros(2, 4, 5)},
             ValueError,
             r"values must have one row per key: values\.shape\[1\] must be K = 5 .*got values \(2, 4, 5\)",
         ),
         (
-            torch.zeros(3, 4),
-            torch.zeros(2, 5, 6),
-            torch.zeros(2, 5, 5),
+            {"queries": torch.zeros(3, 4)},
             ValueError,
             r"queries must have shape \(B, Q, D\) \(3-D\), got shape \(3, 4\) \(2-D\)",
         ),
         (
-            torch.zeros(2, 3, 4),
-            torch.zeros(2, 5, 6, dtype=torch.int64),
-            torch.zeros(2, 5, 5),
+            {"keys": torch.zeros(2, 5, 6, dtype=torch.int64)},
             TypeError,
             r"keys must be a floating-point tensor.*got torch\.int64",
         ),
-        ([[[0.0] * 4]], torch.zeros(2, 5, 6), torch.zeros(2, 5, 5), TypeError, r"queries must be a torch\.Tensor"),
+        ({"queries": [[[0.0] * 4]]}, TypeError, r"queries must be a torch\.Tensor"),
     ],
     ids=["query-size", "key-size", "value-size", "batch", "length", "queries-rank", "integer-keys", "queries-list"],
 )
-def test_mha_forward_error_messages(queries, keys, values, error, match):
+def test_mha_forward_error_messages(change, error, match):
+    """Each case changes one of the inputs in GOOD_QKV, which the layer accepts."""
     layer = MultiHeadAttention(8, 2, query_size=4, key_size=6, value_size=5)
+    assert layer(**GOOD_QKV).shape == (2, 3, 8)
     with pytest.raises(error, match=match):
-        layer(queries, keys, values)
-
-
-@pytest.mark.parametrize(
-    "valid_lens, mask, error, match",
-    [
-        (torch.tensor([1, 6]), None, ValueError, r"valid_lens must lie in \[0, 5\].*got 6"),
-        (torch.tensor([1.0, 2.0]), None, TypeError, r"valid_lens must be an integer tensor"),
-        (None, torch.ones(3, 5), TypeError, r"mask must be a bool tensor \(True = may attend\), got torch\.float32"),
-    ],
-    ids=["too-long", "float-lens", "float-mask"],
-)
-def test_mha_valid_lens_and_mask_error_messages(valid_lens, mask, error, match):
-    with pytest.raises(error, match=match):
-        MultiHeadAttention(8, 2)(torch.zeros(2, 3, 8), torch.zeros(2, 5, 8), torch.zeros(2, 5, 8), valid_lens, mask)
+        layer(**(GOOD_QKV | change))
 
 
 MASK_SHAPES = r"mask must have shape \(Q, K\), \(1, Q, K\) or \(B, Q, K\) = \(3, 5\) or \(1, 3, 5\) or \(2, 3, 5\)"
@@ -569,6 +530,9 @@ MASK_SHAPES = r"mask must have shape \(Q, K\), \(1, Q, K\) or \(B, Q, K\) = \(3,
 @pytest.mark.parametrize(
     "valid_lens, mask, error, match",
     [
+        (torch.tensor([1, 6]), None, ValueError, r"valid_lens must lie in \[0, 5\].*got 6"),
+        (torch.tensor([1.0, 2.0]), None, TypeError, r"valid_lens must be an integer tensor"),
+        (None, torch.ones(3, 5), TypeError, r"mask must be a bool tensor \(True = may attend\), got torch\.float32"),
         (torch.tensor([1, 2, 3]), None, ValueError, r"valid_lens must have shape \(2,\) or \(2, 3\).*got shape \(3,\)"),
         (torch.zeros(8, dtype=torch.long), None, ValueError, r"valid_lens must have shape \(2,\) or \(2, 3\).*\(8,\)"),
         ([1, 2], None, TypeError, r"valid_lens must be a torch\.Tensor, got list"),
@@ -580,6 +544,9 @@ MASK_SHAPES = r"mask must have shape \(Q, K\), \(1, Q, K\) or \(B, Q, K\) = \(3,
         (None, [[True] * 5] * 3, TypeError, r"mask must be a bool tensor \(True = may attend\), got list"),
     ],
     ids=[
+        "too-long",
+        "float-lens",
+        "float-mask",
         "lens-shape",
         "lens-b-times-h",
         "lens-list",
@@ -591,8 +558,8 @@ MASK_SHAPES = r"mask must have shape \(Q, K\), \(1, Q, K\) or \(B, Q, K\) = \(3,
         "mask-list",
     ],
 )
-def test_mha_valid_lens_and_mask_errors_speak_of_the_callers_shapes(valid_lens, mask, error, match):
-    """B = 2, H = 4: the message names the shapes the caller may pass, not the (B * H, ...) ones inside."""
+def test_mha_valid_lens_and_mask_error_messages(valid_lens, mask, error, match):
+    """B = 2, H = 4: a message names the shapes the caller may pass, not the (B * H, ...) ones inside."""
     with pytest.raises(error, match=match):
         MultiHeadAttention(8, 4)(torch.zeros(2, 3, 8), torch.zeros(2, 5, 8), torch.zeros(2, 5, 8), valid_lens, mask)
 
@@ -658,13 +625,6 @@ def test_mha_scale_uses_the_head_size():
 TOKENS = ["the", "cat", "sat", "on", "the", "mat"]
 
 
-def _forbid_show(monkeypatch):
-    def forbidden_show(*args, **kwargs):
-        raise AssertionError("plot helpers must not call plt.show()")
-
-    monkeypatch.setattr(plt, "show", forbidden_show)
-
-
 def _panels(fig):
     return [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
 
@@ -678,12 +638,7 @@ def _panel_data(ax):
 
 
 def test_plot_head_weights_one_panel_per_head_rows_sum_to_one(monkeypatch):
-    _forbid_show(monkeypatch)
-    before, rng = dict(matplotlib.rcParams), torch.get_rng_state()
-    fig = plot_head_weights()
-    assert isinstance(fig, Figure)
-    assert dict(matplotlib.rcParams) == before and torch.equal(torch.get_rng_state(), rng)
-    assert plt.get_fignums() == [fig.number]
+    fig = draw_cleanly(monkeypatch, plot_head_weights)
     panels = _panels(fig)
     assert [ax.get_title() for ax in panels] == ["head 0", "head 1", "head 2", "head 3"]
     assert len(fig.axes) == 5  # and one colour bar
@@ -773,7 +728,7 @@ def test_multi_head_attention_matches_torch_multihead_attention(gen):
     w_q, w_k, w_v = torch_layer.in_proj_weight.detach().chunk(3)
     w_o = torch_layer.out_proj.weight.detach()
     lens = torch.tensor([5, 2])
-    allowed = _bool_mask(lens, 3, 5)  # (B, Q, K)
+    allowed = bool_mask_by_loop(lens, 3, 5)  # (B, Q, K)
     with torch.no_grad():
         expected, expected_w = torch_layer(
             queries, keys, values, key_padding_mask=~allowed[:, 0], average_attn_weights=False

@@ -2,11 +2,10 @@
 
 import math
 
-import matplotlib
 import matplotlib.pyplot as plt
 import pytest
 import torch
-from matplotlib.figure import Figure
+from _helpers import draw_cleanly, refused
 from torch.testing import assert_close
 
 from attn_course import frequencies, plot_rotation, positional_encoding, rotation_matrix
@@ -96,49 +95,30 @@ def test_positional_encoding_honours_the_dtype(dtype):
 
 
 @pytest.mark.parametrize(
-    "args, kwargs, error, match",
+    "kwargs, match",
     [
-        ((0, 4), {}, ValueError, r"num_steps must be an integer >= 1, got 0"),
-        ((-3, 4), {}, ValueError, r"num_steps must be an integer >= 1, got -3"),
-        ((2.0, 4), {}, TypeError, r"num_steps must be an integer >= 1, got 2\.0"),
-        ((True, 4), {}, TypeError, r"num_steps must be an integer >= 1, got True"),
-        (("5", 4), {}, TypeError, r"num_steps must be an integer >= 1, got '5'"),
-        ((5, 0), {}, ValueError, r"num_hiddens must be an integer >= 1, got 0"),
-        ((5, 4.0), {}, TypeError, r"num_hiddens must be an integer >= 1, got 4\.0"),
-        ((5, False), {}, TypeError, r"num_hiddens must be an integer >= 1, got False"),
-        ((5, 4), {"base": 1.0}, ValueError, r"base must be a finite number > 1, got 1\.0"),
-        ((5, 4), {"base": 0.5}, ValueError, r"base must be a finite number > 1, got 0\.5"),
-        ((5, 4), {"base": float("nan")}, ValueError, r"base must be a finite number > 1, got nan"),
-        ((5, 4), {"base": "10000"}, TypeError, r"base must be a finite number > 1, got '10000'"),
-        ((5, 4), {"base": True}, TypeError, r"base must be a finite number > 1, got True"),
-        ((5, 4), {"dtype": torch.int64}, TypeError, r"dtype must be a floating torch\.dtype.*got torch\.int64"),
-        ((5, 4), {"dtype": torch.bool}, TypeError, r"dtype must be a floating torch\.dtype.*got torch\.bool"),
-        ((5, 4), {"dtype": "float32"}, TypeError, r"dtype must be a floating torch\.dtype.*got 'float32'"),
-        ((5, 4), {"dtype": None}, TypeError, r"dtype must be a floating torch\.dtype.*got None"),
-    ],
-    ids=[
-        "steps-zero",
-        "steps-negative",
-        "steps-float",
-        "steps-bool",
-        "steps-str",
-        "hiddens-zero",
-        "hiddens-float",
-        "hiddens-bool",
-        "base-one",
-        "base-below-one",
-        "base-nan",
-        "base-str",
-        "base-bool",
-        "dtype-int",
-        "dtype-bool",
-        "dtype-str",
-        "dtype-none",
+        *refused("num_steps", 0, -3, 2.0, True, "5", num_hiddens=4),
+        *refused("num_hiddens", 0, 4.0, False, num_steps=5),
+        *refused(
+            "base", 1.0, 0.5, float("nan"), "10000", True, wanted="a finite number > 1", num_steps=5, num_hiddens=4
+        ),
+        *refused(
+            "dtype",
+            torch.int64,
+            torch.bool,
+            "float32",
+            None,
+            wanted="a floating torch.dtype (e.g. torch.float32)",
+            num_steps=5,
+            num_hiddens=4,
+        ),
     ],
 )
-def test_positional_encoding_error_messages(args, kwargs, error, match):
+def test_positional_encoding_error_messages(kwargs, match, int_error, number_error):
+    name = match.split()[0]  # the argument at fault
+    error = TypeError if name == "dtype" else (number_error if name == "base" else int_error)(kwargs[name])
     with pytest.raises(error, match=match):
-        positional_encoding(*args, **kwargs)
+        positional_encoding(**kwargs)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -179,25 +159,16 @@ def test_frequencies_decrease_from_one_towards_one_over_base():
 
 
 @pytest.mark.parametrize(
-    "args, match",
+    "kwargs, match",
     [
-        ((0,), r"num_hiddens must be an integer >= 1, got 0"),
-        ((-2,), r"num_hiddens must be an integer >= 1, got -2"),
-        ((2.5,), r"num_hiddens must be an integer >= 1, got 2\.5"),
-        ((True,), r"num_hiddens must be an integer >= 1, got True"),
-        ((4, 1), r"base must be a finite number > 1, got 1"),
-        ((4, 0), r"base must be a finite number > 1, got 0"),
-        ((4, -10.0), r"base must be a finite number > 1, got -10\.0"),
-        ((4, float("nan")), r"base must be a finite number > 1, got nan"),
-        ((4, "10"), r"base must be a finite number > 1, got '10'"),
-        ((4, None), r"base must be a finite number > 1, got None"),
+        *refused("num_hiddens", 0, -2, 2.5, True),
+        *refused("base", 1, 0, -10.0, float("nan"), "10", None, wanted="a finite number > 1", num_hiddens=4),
     ],
-    ids=["zero", "negative", "float", "bool", "base-one", "base-zero", "base-negative", "base-nan", "base-str", "none"],
 )
-def test_frequencies_error_messages(args, match, int_error, number_error):
-    error = int_error(args[0]) if match.startswith("num_hiddens") else number_error(args[1])
+def test_frequencies_error_messages(kwargs, match, int_error, number_error):
+    error = int_error(kwargs["num_hiddens"]) if match.startswith("num_hiddens") else number_error(kwargs["base"])
     with pytest.raises(error, match=match):
-        frequencies(*args)
+        frequencies(*kwargs.values())  # num_hiddens first, as a notebook passes them
 
 
 # ----------------------------------------------------------------------------------------------
@@ -287,24 +258,13 @@ def test_rotation_matrix_with_the_module_frequencies_moves_the_module_encoding(d
 # ----------------------------------------------------------------------------------------------
 
 
-def _forbid_show(monkeypatch):
-    def forbidden_show(*args, **kwargs):
-        raise AssertionError("plot helpers must not call plt.show()")
-
-    monkeypatch.setattr(plt, "show", forbidden_show)
-
-
 def _arrows(ax):
     return [t for t in ax.texts if t.get_text() == "" and t.arrow_patch is not None]
 
 
 @pytest.mark.parametrize("delta, freq_index", [(3, 1), (1, 0), (7, 2)])
 def test_plot_rotation_waves_and_arrows_land_on_the_true_encodings(delta, freq_index, monkeypatch):
-    _forbid_show(monkeypatch)
-    before, rng = dict(matplotlib.rcParams), torch.get_rng_state()
-    fig = plot_rotation(delta=delta, freq_index=freq_index, num_steps=20, num_hiddens=8)
-    assert isinstance(fig, Figure) and plt.get_fignums() == [fig.number]
-    assert dict(matplotlib.rcParams) == before and torch.equal(torch.get_rng_state(), rng)
+    fig = draw_cleanly(monkeypatch, plot_rotation, delta=delta, freq_index=freq_index, num_steps=20, num_hiddens=8)
     left, right = fig.axes
     assert left.get_xlabel() == "position i" and left.get_ylabel() == "encoding value"
     assert right.get_xlabel() == "cos(i w)" and right.get_ylabel() == "sin(i w)"

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from _helpers import bool_mask_by_loop, random_qkv
 from torch.testing import assert_close
 
 from attn_course import (
@@ -15,22 +16,6 @@ from attn_course import (
     dot_product_scores,
     scaled_dot_product_attention,
 )
-
-
-def _bool_mask(valid_lens, num_q, num_k):
-    """(B, Q, K) boolean mask (True = may attend) from (B,) or (B, Q) lengths, by a plain loop."""
-    lens = valid_lens if valid_lens.ndim == 2 else valid_lens[:, None].expand(-1, num_q)
-    rows = [[[k < int(n) for k in range(num_k)] for n in per_q] for per_q in lens]
-    return torch.tensor(rows, dtype=torch.bool)
-
-
-def _qkv(gen, dtype, b=2, q=3, k=5, d=4, v=6):
-    return (
-        torch.randn(b, q, d, generator=gen, dtype=dtype),
-        torch.randn(b, k, d, generator=gen, dtype=dtype),
-        torch.randn(b, k, v, generator=gen, dtype=dtype),
-    )
-
 
 # ----------------------------------------------------------------------------------------------
 # dot_product_scores and additive_scores
@@ -45,7 +30,7 @@ def test_dot_product_scores_hand_computed():
 
 
 def test_dot_product_scores_match_torch_matmul(dtype, gen, call_unmodified):
-    queries, keys, _ = _qkv(gen, dtype)
+    queries, keys, _ = random_qkv(gen, dtype)
     got = call_unmodified(dot_product_scores, queries, keys)
     assert got.dtype == dtype
     assert_close(got, torch.matmul(queries, keys.transpose(-2, -1)) / math.sqrt(4))
@@ -111,7 +96,7 @@ def test_attention_pooling_matches_softmax_then_bmm(dtype, gen, call_unmodified)
     values = torch.randn(2, 4, 5, generator=gen, dtype=dtype)
     valid_lens = torch.tensor([3, 1])
     out, weights = call_unmodified(attention_pooling, scores, values, valid_lens)
-    mask = _bool_mask(valid_lens, 3, 4)
+    mask = bool_mask_by_loop(valid_lens, 3, 4)
     expected_w = torch.softmax(scores.masked_fill(~mask, -math.inf), -1)
     assert out.dtype == dtype and weights.dtype == dtype
     assert_close(weights, expected_w)
@@ -139,8 +124,8 @@ def test_sdpa_hand_computed():
     ids=["none", "(B,)", "(B, Q)"],
 )
 def test_sdpa_matches_torch_scaled_dot_product_attention(valid_lens, dtype, gen):
-    queries, keys, values = _qkv(gen, dtype)
-    mask = None if valid_lens is None else _bool_mask(valid_lens, 3, 5)
+    queries, keys, values = random_qkv(gen, dtype)
+    mask = None if valid_lens is None else bool_mask_by_loop(valid_lens, 3, 5)
     expected = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask)
     output, weights = scaled_dot_product_attention(queries, keys, values, valid_lens)
     assert_close(output, expected)
@@ -151,15 +136,15 @@ def test_sdpa_matches_torch_scaled_dot_product_attention(valid_lens, dtype, gen)
 
 @pytest.mark.parametrize("valid_lens", [torch.tensor([2, 3]), torch.tensor([[1, 2, 3], [3, 2, 2]])])
 def test_sdpa_weights_properties(valid_lens, dtype, gen):
-    queries, keys, values = _qkv(gen, dtype)
+    queries, keys, values = random_qkv(gen, dtype)
     _, weights = scaled_dot_product_attention(queries, keys, values, valid_lens)
-    mask = _bool_mask(valid_lens, 3, 5)
+    mask = bool_mask_by_loop(valid_lens, 3, 5)
     assert (weights[~mask] == 0).all()
     assert_close(weights.sum(-1), torch.ones(2, 3, dtype=dtype))
 
 
 def test_sdpa_is_invariant_to_padded_keys_and_values(dtype, gen):
-    queries, keys, values = _qkv(gen, dtype)
+    queries, keys, values = random_qkv(gen, dtype)
     valid_lens = torch.tensor([2, 4])
     keys2, values2 = keys.clone(), values.clone()
     keys2[0, 2:] = torch.randn(3, 4, generator=gen, dtype=dtype) * 100
@@ -173,7 +158,7 @@ def test_sdpa_is_invariant_to_padded_keys_and_values(dtype, gen):
 
 
 def test_sdpa_is_invariant_to_padding_with_per_query_lengths(gen):
-    queries, keys, values = _qkv(gen, torch.float64)
+    queries, keys, values = random_qkv(gen, torch.float64)
     valid_lens = torch.tensor([[1, 2, 2], [3, 4, 2]])
     keys2, values2 = keys.clone(), values.clone()
     keys2[0, 2:], values2[0, 2:] = 50.0, -50.0  # beyond every query's length in sequence 0
@@ -185,7 +170,7 @@ def test_sdpa_is_invariant_to_padding_with_per_query_lengths(gen):
 
 
 def test_sdpa_query_with_no_valid_key_gives_zeros(dtype, gen):
-    queries, keys, values = _qkv(gen, dtype)
+    queries, keys, values = random_qkv(gen, dtype)
     output, weights = scaled_dot_product_attention(queries, keys, values, torch.tensor([[0, 2, 0], [5, 0, 1]]))
     assert not output.isnan().any() and not weights.isnan().any()
     assert (output[0, 0] == 0).all() and (output[0, 2] == 0).all() and (output[1, 1] == 0).all()
@@ -194,7 +179,7 @@ def test_sdpa_query_with_no_valid_key_gives_zeros(dtype, gen):
 
 @pytest.mark.parametrize("valid_lens", [None, torch.tensor([1, 5]), torch.tensor([[0, 1, 2], [3, 4, 5]])])
 def test_sdpa_keeps_dtype_shape_and_inputs(valid_lens, dtype, gen, call_unmodified):
-    queries, keys, values = _qkv(gen, dtype)
+    queries, keys, values = random_qkv(gen, dtype)
     output, weights = call_unmodified(scaled_dot_product_attention, queries, keys, values, valid_lens)
     assert output.dtype == dtype and weights.dtype == dtype
     assert output.shape == (2, 3, 6) and weights.shape == (2, 3, 5)
@@ -299,14 +284,14 @@ def test_attention_pooling_combines_mask_and_valid_lens(dtype, gen, call_unmodif
     values = torch.randn(2, 4, 3, generator=gen, dtype=dtype)
     valid_lens = torch.tensor([2, 4])
     out, weights = call_unmodified(attention_pooling, scores, values, valid_lens, None, _tril(4))
-    allowed = _tril(4) & _bool_mask(valid_lens, 4, 4)
+    allowed = _tril(4) & bool_mask_by_loop(valid_lens, 4, 4)
     expected_w = torch.softmax(scores.masked_fill(~allowed, -math.inf), -1)  # every row keeps key 0
     assert_close(weights, expected_w)
     assert_close(out, torch.matmul(expected_w, values))
 
 
 def test_sdpa_causal_mask_matches_torch_is_causal(dtype, gen, call_unmodified):
-    queries, keys, values = _qkv(gen, dtype, q=5, k=5)
+    queries, keys, values = random_qkv(gen, dtype, q=5, k=5)
     mask = causal_mask(5)
     output, weights = call_unmodified(scaled_dot_product_attention, queries, keys, values, mask=mask)
     assert output.dtype == dtype and output.shape == (2, 5, 6)
@@ -318,8 +303,8 @@ def test_sdpa_causal_mask_matches_torch_is_causal(dtype, gen, call_unmodified):
 
 @pytest.mark.parametrize("valid_lens", [torch.tensor([2, 5]), torch.tensor([[1, 2, 3, 3, 3], [5, 4, 1, 2, 5]])])
 def test_sdpa_causal_and_padding_matches_torch_attn_mask(valid_lens, dtype, gen):
-    queries, keys, values = _qkv(gen, dtype, q=5, k=5)
-    attn_mask = _tril(5) & _bool_mask(valid_lens, 5, 5)  # (B, Q, K); key 0 is allowed in every row
+    queries, keys, values = random_qkv(gen, dtype, q=5, k=5)
+    attn_mask = _tril(5) & bool_mask_by_loop(valid_lens, 5, 5)  # (B, Q, K); key 0 is allowed in every row
     expected = F.scaled_dot_product_attention(queries, keys, values, attn_mask=attn_mask)
     output, weights = scaled_dot_product_attention(queries, keys, values, valid_lens, causal_mask(5))
     assert_close(output, expected)
@@ -330,7 +315,7 @@ def test_sdpa_causal_and_padding_matches_torch_attn_mask(valid_lens, dtype, gen)
 
 
 def test_sdpa_with_causal_mask_is_invariant_to_padded_keys_and_values(dtype, gen):
-    queries, keys, values = _qkv(gen, dtype, q=5, k=5)
+    queries, keys, values = random_qkv(gen, dtype, q=5, k=5)
     valid_lens = torch.tensor([3, 4])
     keys2, values2 = keys.clone(), values.clone()
     keys2[0, 3:], values2[0, 3:] = 1e3, -1e3
@@ -344,7 +329,7 @@ def test_sdpa_with_causal_mask_is_invariant_to_padded_keys_and_values(dtype, gen
 
 
 def test_sdpa_with_causal_mask_output_ignores_the_future(gen):
-    queries, keys, values = _qkv(gen, torch.float64, q=5, k=5)
+    queries, keys, values = random_qkv(gen, torch.float64, q=5, k=5)
     keys2, values2 = keys.clone(), values.clone()
     keys2[:, 3:] += 10.0  # positions 3 and 4 change
     values2[:, 3:] -= 10.0

@@ -3,12 +3,12 @@
 import inspect
 import math
 
-import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from _helpers import draw_cleanly
 from matplotlib.figure import Figure
 from torch.testing import assert_close
 
@@ -268,20 +268,8 @@ def _flat(rows, fmt):
     return [f"{v:{fmt}}" for row in rows for v in row]
 
 
-def _forbid_show(monkeypatch):
-    def forbidden_show(*args, **kwargs):
-        raise AssertionError("plot helpers must not call plt.show()")
-
-    monkeypatch.setattr(plt, "show", forbidden_show)
-
-
 def test_plot_worked_example_default_draws_every_step_of_the_worked_example(monkeypatch):
-    _forbid_show(monkeypatch)
-    before, rng = dict(matplotlib.rcParams), torch.get_rng_state()
-    fig = plot_worked_example()
-    assert isinstance(fig, Figure)
-    assert dict(matplotlib.rcParams) == before and torch.equal(torch.get_rng_state(), rng)
-    assert plt.get_fignums() == [fig.number]
+    fig = draw_cleanly(monkeypatch, plot_worked_example)
     assert len(fig.axes) == 8  # no colour bars
     for ax, start in zip(fig.axes, PANEL_TITLES, strict=True):
         assert ax.get_title().startswith(start), (ax.get_title(), start)
@@ -319,11 +307,15 @@ def test_plot_worked_example_default_draws_every_step_of_the_worked_example(monk
 
 
 def test_plot_self_attention_steps_scaled_token_and_names(monkeypatch, call_unmodified):
-    _forbid_show(monkeypatch)
-    before = dict(matplotlib.rcParams)
-    fig = call_unmodified(plot_self_attention_steps, *X64, scale=True, token=1, token_names=["the", "cat", "sat"])
-    assert isinstance(fig, Figure) and plt.get_fignums() == [fig.number]
-    assert dict(matplotlib.rcParams) == before
+    fig = draw_cleanly(
+        monkeypatch,
+        call_unmodified,
+        plot_self_attention_steps,
+        *X64,
+        scale=True,
+        token=1,
+        token_names=["the", "cat", "sat"],
+    )
     inputs, _, _, _, scores, weights, weighted, outputs = fig.axes
     assert "sqrt(D)" in scores.get_title()
     assert fig.get_suptitle().startswith("Scaled")
@@ -379,12 +371,7 @@ def test_plot_self_attention_steps_bad_weights_open_no_figure():
 
 
 def test_show_matrix_returns_a_figure_without_show_or_global_changes(monkeypatch):
-    _forbid_show(monkeypatch)
-    before = dict(matplotlib.rcParams)
-    fig = show_matrix(X64.inputs, title="X", row_labels=["x1", "x2", "x3"])
-    assert isinstance(fig, Figure)
-    assert dict(matplotlib.rcParams) == before
-    assert plt.get_fignums() == [fig.number]
+    fig = draw_cleanly(monkeypatch, show_matrix, X64.inputs, title="X", row_labels=["x1", "x2", "x3"])
     (ax,) = fig.axes
     assert _ticks(ax, "y") == ["x1", "x2", "x3"] and ax.get_title() == "X"
 

@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from _helpers import refused
 
 from attn_course import tasks
 from attn_course._validate import require_tokens
@@ -223,31 +224,18 @@ def test_reversal_task_defaults():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"num_train": 0}, r"num_train must be an integer >= 1, got 0"),
-        ({"num_valid": -1}, r"num_valid must be an integer >= 1, got -1"),
-        ({"num_test": 1.5}, r"num_test must be an integer >= 1, got 1\.5"),
-        ({"num_train": True}, r"num_train must be an integer >= 1, got True"),
-        ({"min_len": 0}, r"min_len must be an integer >= 1, got 0"),
-        ({"min_len": 3, "max_len": 2}, r"max_len must be an integer >= 3, got 2"),
-        ({"max_len": "8"}, r"max_len must be an integer >= 2, got '8'"),
-        ({"seed": -1}, r"seed must be an integer >= 0, got -1"),
-        ({"seed": 0.0}, r"seed must be an integer >= 0, got 0\.0"),
-        (
+        *refused("num_train", 0, True),
+        *refused("num_valid", -1),
+        *refused("num_test", 1.5),
+        *refused("min_len", 0),
+        *refused("max_len", 2, wanted="an integer >= 3", min_len=3),
+        *refused("max_len", "8", wanted="an integer >= 2"),
+        *refused("seed", -1, 0.0, wanted="an integer >= 0"),
+        pytest.param(
             {"num_train": 9, "num_valid": 1, "num_test": 1, "min_len": 1, "max_len": 1},
             r"only 10 distinct strings of length 1-1; asked for 11",
+            id="too-many",
         ),
-    ],
-    ids=[
-        "zero-train",
-        "negative-valid",
-        "float-test",
-        "bool-train",
-        "zero-min-len",
-        "max-below-min",
-        "str-max-len",
-        "negative-seed",
-        "float-seed",
-        "too-many",
     ],
 )
 def test_reversal_task_error_messages(kwargs, match, int_error):

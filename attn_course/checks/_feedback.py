@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -54,3 +56,60 @@ def _number(answer, what: str) -> float | Feedback:
         return float(answer)
     except (TypeError, ValueError, RuntimeError):
         return _hint(f"expected one number ({what}), got {type(answer).__name__}.")
+
+
+def _function_problem(fn, missing: str, expected: str) -> Feedback | None:
+    """A hint when the answer is not yet a function: "replace None with <missing>." or "expected <expected>, got
+    <type>."; else None."""
+    if fn is None:
+        return _hint(f"replace None with {missing}.")
+    if not callable(fn):
+        return _hint(f"expected {expected}, got {type(fn).__name__}.")
+    return None
+
+
+def _answer_check(problem: Callable[[object], Feedback | None]) -> Callable:
+    """Decorate a check: when ``problem(answer)`` gives a hint (a missing answer, a wrong type or shape), the check
+    returns it without running; otherwise the check runs on the answer."""
+
+    def decorate(check: Callable[[object], Feedback]) -> Callable[[object], Feedback]:
+        @functools.wraps(check)
+        def checked(answer) -> Feedback:
+            hint = problem(answer)
+            return hint if hint is not None else check(answer)
+
+        return checked
+
+    return decorate
+
+
+def _tensor_answer(shape: tuple[int, ...], what: str) -> Callable:
+    """The check runs only on a tensor of ``shape``; otherwise the answer gets ``_tensor_problem``'s hint."""
+    return _answer_check(lambda answer: _tensor_problem(answer, shape, what))
+
+
+def _function_answer(missing: str, expected: str) -> Callable:
+    """The check runs only on a function; None or anything else gets ``_function_problem``'s hint."""
+    return _answer_check(lambda fn: _function_problem(fn, missing, expected))
+
+
+def _number_answer(what: str) -> Callable:
+    """The check runs on the answer turned into a float; None or anything else gets ``_number``'s hint."""
+
+    def decorate(check: Callable[[float], Feedback]) -> Callable[[object], Feedback]:
+        @functools.wraps(check)
+        def checked(answer) -> Feedback:
+            value = _number(answer, what)
+            return value if isinstance(value, Feedback) else check(value)
+
+        return checked
+
+    return decorate
+
+
+def _call_learner(fn, *args):
+    """``fn(*args)`` and None, or None and a hint naming the exception that the learner's code raised."""
+    try:
+        return fn(*args), None
+    except Exception as error:  # the learner's code: report what went wrong
+        return None, _hint(f"your function raised {type(error).__name__}: {str(error).rstrip('.')}.")

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import torch
 
 from ..kernels import epanechnikov, nadaraya_watson
-from ._feedback import Feedback, _close, _hint, _ok, _tensor_problem
+from ._feedback import Feedback, _close, _function_answer, _hint, _ok, _tensor_answer, _tensor_problem
 
 __all__ = [
     "check_nw_weights",
@@ -20,13 +20,11 @@ __all__ = [
 NW_QUERY, NW_KEYS = 2.0, (1.0, 2.0, 4.0)
 
 
+@_tensor_answer((3,), "the three weights as a tensor of shape (3,)")
 def check_nw_weights(weights) -> Feedback:
     """Gaussian attention weights (bandwidth 1) of the query 2.0 over the keys 1.0, 2.0, 4.0."""
     keys = torch.tensor(NW_KEYS, dtype=torch.float64)
     d2 = (NW_QUERY - keys) ** 2
-    problem = _tensor_problem(weights, (3,), "the three weights as a tensor of shape (3,)")
-    if problem is not None:
-        return problem
     if not weights.is_floating_point():
         return _hint(f"weights are fractions: use a floating-point tensor, got {weights.dtype}.")
     if _close(weights, torch.softmax(-d2 / 2, 0)):
@@ -65,12 +63,9 @@ def check_pooling_limit(answer, y_train: torch.Tensor) -> Feedback:
     )
 
 
+@_function_answer("your function of u", "a function of u")
 def check_epanechnikov(fn: Callable[[torch.Tensor], torch.Tensor] | None) -> Feedback:
     """A function ``u -> K(u)`` equal to the Epanechnikov density ``3/4 (1 - u^2)`` on [-1, 1], 0 elsewhere."""
-    if fn is None:
-        return _hint("replace None with your function of u.")
-    if not callable(fn):
-        return _hint(f"expected a function of u, got {type(fn).__name__}.")
     u = torch.linspace(-2, 2, 81, dtype=torch.float64)
     try:
         got = fn(u.clone())
@@ -121,16 +116,13 @@ def _pooling_cases() -> list[tuple[str, torch.Tensor, torch.Tensor, torch.Tensor
     ]
 
 
+@_function_answer("your function my_nw_pooling(queries, keys, values, bandwidth, mask=None)", "a function")
 def check_nw_pooling(fn) -> Feedback:
     """A Gaussian Nadaraya-Watson pooling ``fn(queries, keys, values, bandwidth, mask=None) -> (predictions, weights)``.
 
     Runs ``fn`` on hidden random cases (more keys than queries, with and without a mask, one masked row with no
     key at all) and compares with ``attn_course.nadaraya_watson``; the hint names the first thing that is off.
     """
-    if fn is None:
-        return _hint("replace None with your function my_nw_pooling(queries, keys, values, bandwidth, mask=None).")
-    if not callable(fn):
-        return _hint(f"expected a function, got {type(fn).__name__}.")
     for name, queries, keys, values, h, mask in _pooling_cases():
         num_q, num_k = len(queries), len(keys)
         inputs = (queries, keys, values) if mask is None else (queries, keys, values, mask)

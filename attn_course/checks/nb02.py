@@ -7,56 +7,50 @@ import math
 import torch
 
 from ..data import lagrange_points
-from ._feedback import Feedback, _close, _hint, _number, _ok, _tensor_problem
+from ._feedback import Feedback, _close, _hint, _number_answer, _ok, _tensor_problem
 
 __all__ = ["check_lagrange_weight", "check_nearest_neighbour_limit", "check_convex_bound", "check_chebyshev_nodes"]
 
 
-def check_lagrange_weight(answer) -> Feedback:
+@_number_answer("l_4(3.5) as a number")
+def check_lagrange_weight(answer: float) -> Feedback:
     """``l_4(3.5)``: the Lagrange basis polynomial of ``x_4 = 4.2`` (nodes counted from 0), at x = 3.5."""
-    value = _number(answer, "l_4(3.5) as a number")
-    if isinstance(value, Feedback):
-        return value
     nodes = lagrange_points()[0].tolist()
 
     def basis(i: int, x: float) -> float:
         return math.prod((x - nodes[j]) / (nodes[i] - nodes[j]) for j in range(len(nodes)) if j != i)
 
     target = basis(4, 3.5)
-    if math.isclose(value, target, rel_tol=1e-4, abs_tol=1e-9):
+    if math.isclose(answer, target, rel_tol=1e-4, abs_tol=1e-9):
         return _ok(f"l_4(3.5) = {target:.4f}: the weight that the query 3.5 gives to x_4 = 4.2, far above 1.")
-    if math.isclose(value, basis(5, 3.5), rel_tol=1e-4) or math.isclose(value, basis(3, 3.5), rel_tol=1e-4):
+    if math.isclose(answer, basis(5, 3.5), rel_tol=1e-4) or math.isclose(answer, basis(3, 3.5), rel_tol=1e-4):
         return _hint("off by one: l_4 belongs to x_4 = 4.2, index 4 counting from 0 (the first point is x_0 = 1.1).")
-    if math.isclose(value, 1 / target, rel_tol=1e-4):
+    if math.isclose(answer, 1 / target, rel_tol=1e-4):
         return _hint("upside down: the factors are (x - x_j) / (x_4 - x_j), x - x_j on top.")
     return _hint("multiply (3.5 - x_j) / (x_4 - x_j) over every j except j = 4 itself.")
 
 
-def check_nearest_neighbour_limit(answer) -> Feedback:
+@_number_answer("the limit as a number")
+def check_nearest_neighbour_limit(answer: float) -> Feedback:
     """The Gaussian Nadaraya-Watson prediction at x = 6.0 in the limit h -> 0, for the ten data points."""
-    value = _number(answer, "the limit as a number")
-    if isinstance(value, Feedback):
-        return value
     x, y = lagrange_points()
     target = float(y[torch.argmin((x - 6.0).abs())])
-    if math.isclose(value, target, abs_tol=1e-6):
+    if math.isclose(answer, target, abs_tol=1e-6):
         return _ok(f"as h -> 0 all weight goes to the nearest key, x = 5.1, so the prediction is its value {target}.")
-    if math.isclose(value, float(y[8]), abs_tol=1e-6):
+    if math.isclose(answer, float(y[8]), abs_tol=1e-6):
         return _hint("6.0 is 0.9 from x = 5.1 and 1.1 from x = 7.1: which one is nearest?")
-    if math.isclose(value, float(y.mean()), abs_tol=1e-6):
+    if math.isclose(answer, float(y.mean()), abs_tol=1e-6):
         return _hint("that is the limit h -> infinity (average pooling); for h -> 0 the nearest key wins.")
     return _hint("as h -> 0 the softmax puts all weight on the key with the highest score, the nearest one.")
 
 
-def check_convex_bound(answer) -> Feedback:
+@_number_answer("a number")
+def check_convex_bound(answer: float) -> Feedback:
     """The largest value a Gaussian Nadaraya-Watson estimate can approach on the ten data points, any x and h."""
-    value = _number(answer, "a number")
-    if isinstance(value, Feedback):
-        return value
     y = lagrange_points()[1]
-    if math.isclose(value, float(y.max()), abs_tol=1e-6):
+    if math.isclose(answer, float(y.max()), abs_tol=1e-6):
         return _ok("a convex combination of the y_i never exceeds max y_i = 5.6 (it gets close as h -> 0 at x = 5.1).")
-    if value > float(y.max()):
+    if answer > float(y.max()):
         return _hint("Gaussian weights are positive and sum to 1: can a weighted average exceed the largest value?")
     return _hint("some x and h bring the estimate closer to one of the y_i than this: which y_i is largest?")
 

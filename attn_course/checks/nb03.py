@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from ._feedback import Feedback, _close, _hint, _number, _ok, _tensor_problem
+from ._feedback import Feedback, _close, _function_answer, _hint, _number_answer, _ok, _tensor_problem
 
 __all__ = [
     "check_scaled_scores",
@@ -105,13 +105,10 @@ def _dot_cases():
         yield queries, keys
 
 
+@_function_answer("your function of (queries, keys)", "a function of (queries, keys)")
 def check_dot_scores_fn(fn) -> Feedback:
     """Build it: ``fn(queries (B, Q, D), keys (B, K, D)) -> (B, Q, K)`` scaled dot-product scores,
     compared with ``queries @ keys^T / sqrt(D)`` on hidden random cases (Q != K, several D)."""
-    if fn is None:
-        return _hint("replace None with your function of (queries, keys).")
-    if not callable(fn):
-        return _hint(f"expected a function of (queries, keys), got {type(fn).__name__}.")
     for queries, keys in _dot_cases():
         (b, q, d), k = queries.shape, keys.shape[1]
         scores, problem = _call(fn, (queries, keys), f"queries {(b, q, d)} and keys {(b, k, d)}")
@@ -154,14 +151,11 @@ def _additive_cases():
         yield queries, keys, w_q, w_k, w_v
 
 
+@_function_answer("your function of (queries, keys, w_q, w_k, w_v)", "a function of (queries, keys, w_q, w_k, w_v)")
 def check_additive_scores_fn(fn) -> Feedback:
     """Build it: ``fn(queries (B, Q, Dq), keys (B, K, Dk), w_q (U, Dq), w_k (U, Dk), w_v (U,)) -> (B, Q, K)``
     additive scores ``w_v . tanh(W_q q + W_k k)``, compared with the same MLP written with ``torch.nn`` on
     hidden random cases (Dq != Dk, Q != K)."""
-    if fn is None:
-        return _hint("replace None with your function of (queries, keys, w_q, w_k, w_v).")
-    if not callable(fn):
-        return _hint(f"expected a function of (queries, keys, w_q, w_k, w_v), got {type(fn).__name__}.")
     for queries, keys, w_q, w_k, w_v in _additive_cases():
         (b, q, dq), (k, dk), units = queries.shape, keys.shape[1:], w_v.shape[0]
         described = f"queries {(b, q, dq)}, keys {(b, k, dk)}, w_q {(units, dq)}, w_k {(units, dk)}, w_v {(units,)}"
@@ -227,21 +221,19 @@ def check_parameter_growth(answer) -> Feedback:
     return _hint("the bilinear score q^T M k has one weight per entry of M, which is D x D.")
 
 
-def check_variance_scale(answer) -> Feedback:
+@_number_answer("the scale as a number")
+def check_variance_scale(answer: float) -> Feedback:
     """The scale that brings q . k back to unit variance when q, k in R^64 have independent components of mean 0
     and variance sigma^2 = 4."""
-    value = _number(answer, "the scale as a number")
-    if isinstance(value, Feedback):
-        return value
-    if math.isclose(value, 32.0, rel_tol=1e-6):
+    if math.isclose(answer, 32.0, rel_tol=1e-6):
         return _ok(
             "Var(q_i k_i) = sigma^2 sigma^2 = 16, so Var(q . k) = 64 * 16 = 1024 and the scale is "
             "sqrt(1024) = 32 = sigma^2 sqrt(D)."
         )
-    if math.isclose(value, 16.0, rel_tol=1e-6):
+    if math.isclose(answer, 16.0, rel_tol=1e-6):
         return _hint("sigma sqrt(D) = 16 forgets that both factors have variance sigma^2: Var(q_i k_i) = sigma^4.")
-    if math.isclose(value, 8.0, rel_tol=1e-6):
+    if math.isclose(answer, 8.0, rel_tol=1e-6):
         return _hint("sqrt(D) = 8 is the scale for unit-variance components; here each has variance 4.")
-    if math.isclose(value, 1024.0, rel_tol=1e-6):
+    if math.isclose(answer, 1024.0, rel_tol=1e-6):
         return _hint("1024 is Var(q . k); dividing by c divides the variance by c^2, so take its square root.")
     return _hint("Var(q . k) = D Var(q_i k_i) and Var(q_i k_i) = E[q_i^2] E[k_i^2]; the scale is the square root.")

@@ -11,10 +11,9 @@ from __future__ import annotations
 import torch
 
 from ..data import three_token_example
-from ._feedback import Feedback, _close, _hint, _ok, _tensor_problem
+from ._feedback import Feedback, _close, _hint, _ok, _tensor_answer
 
 __all__ = [
-    "NEW_TOKEN",
     "check_new_token_key",
     "check_new_token_scores",
     "check_new_token_output",
@@ -38,11 +37,9 @@ def _outputs(inputs, w_query, w_key, w_value) -> tuple[torch.Tensor, torch.Tenso
     return weights @ (inputs @ w_value), weights
 
 
+@_tensor_answer((3,), "the key as a tensor of shape (3,)")
 def check_new_token_key(key) -> Feedback:
     """The key of the new token ``x3 = [2, 0, 1, 1]``: ``x3 @ W_K``, shape (3,)."""
-    problem = _tensor_problem(key, (3,), "the key as a tensor of shape (3,)")
-    if problem is not None:
-        return problem
     ex, x3, _, _ = _parts()
     if _close(key, x3 @ ex.w_key):
         return _ok("k3 = [1, 2, 2]: row 0 of W_K twice, plus rows 2 and 3.")
@@ -53,11 +50,9 @@ def check_new_token_key(key) -> Feedback:
     return _hint("multiply the row vector [2, 0, 1, 1] by the 4 x 3 matrix W_K.")
 
 
+@_tensor_answer((3,), "three scores as a tensor of shape (3,)")
 def check_new_token_scores(scores) -> Feedback:
     """Unscaled scores of the new token's query ``x3 @ W_Q`` against the keys of tokens 0-2, shape (3,)."""
-    problem = _tensor_problem(scores, (3,), "three scores as a tensor of shape (3,)")
-    if problem is not None:
-        return problem
     ex, x3, keys, _ = _parts()
     want = keys @ (x3 @ ex.w_query)  # (3,): q3 . k_j
     if _close(scores, want):
@@ -71,11 +66,9 @@ def check_new_token_scores(scores) -> Feedback:
     return _hint("score_j = q3 . k_j, with q3 = x3 @ W_Q and k_j = x_j @ W_K.")
 
 
+@_tensor_answer((3,), "the output as a tensor of shape (3,)")
 def check_new_token_output(output) -> Feedback:
     """The exact (unscaled) output of the new token attending to tokens 0-2, shape (3,)."""
-    problem = _tensor_problem(output, (3,), "the output as a tensor of shape (3,)")
-    if problem is not None:
-        return problem
     ex, x3, keys, values = _parts()
     scores = keys @ (x3 @ ex.w_query)  # (3,)
     if _close(output, torch.softmax(scores, 0) @ values):
@@ -89,12 +82,10 @@ def check_new_token_output(output) -> Feedback:
     return _hint("output = softmax(q3 . k_j over j) @ V.")
 
 
+@_tensor_answer((3, 3), "the outputs as a tensor of shape (3, 3), one row per token")
 def check_reversed_outputs(outputs) -> Feedback:
     """The (unscaled) outputs, shape (3, 3), of the worked example with its three tokens in reverse order,
     ``X.flip(0)``: row i is the output of the token now in row i."""
-    problem = _tensor_problem(outputs, (3, 3), "the outputs as a tensor of shape (3, 3), one row per token")
-    if problem is not None:
-        return problem
     ex = three_token_example(torch.float64)
     original, _ = _outputs(ex.inputs, ex.w_query, ex.w_key, ex.w_value)  # (3, 3)
     if _close(outputs, original.flip(0)):
@@ -109,12 +100,10 @@ def check_reversed_outputs(outputs) -> Feedback:
     return _hint("compute softmax(Q K^T) V for X.flip(0), or predict it from the outputs of the notebook.")
 
 
+@_tensor_answer((4, 3), "your W_K as a tensor of shape (4, 3)")
 def check_self_attending_key(w_key) -> Feedback:
     """A ``W_K`` (4 x 3) that differs from the worked example's in exactly one entry and makes token 0 put most of
     its (unscaled) weight, more than 0.5, on itself."""
-    problem = _tensor_problem(w_key, (4, 3), "your W_K as a tensor of shape (4, 3)")
-    if problem is not None:
-        return problem
     if not w_key.is_floating_point() or not bool(torch.isfinite(w_key).all()):
         return _hint("W_K must hold finite floating-point numbers.")
     ex = three_token_example(torch.float64)

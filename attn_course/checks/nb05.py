@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ._feedback import Feedback, _hint, _ok, _tensor_problem
+from ._feedback import Feedback, _answer_check, _call_learner, _function_answer, _hint, _ok, _tensor_problem
 
 __all__ = [
     "check_padding_mask",
@@ -17,18 +17,19 @@ __all__ = [
 
 def _bool_problem(mask, shape: tuple[int, ...], what: str) -> Feedback | None:
     problem = _tensor_problem(mask, shape, what)
-    if problem is not None:
-        return problem
-    if mask.dtype != torch.bool:
+    if problem is None and mask.dtype != torch.bool:
         return _hint(f"a mask is a bool tensor (True = may attend), got {mask.dtype}; compare with < or use .bool().")
-    return None
+    return problem
 
 
+def _mask_answer(shape: tuple[int, ...], what: str):
+    """The check runs only on a bool tensor of ``shape``; otherwise the answer gets ``_bool_problem``'s hint."""
+    return _answer_check(lambda mask: _bool_problem(mask, shape, what))
+
+
+@_mask_answer((2, 5), "a (2, 5) bool tensor: one row per sequence, one column per position")
 def check_padding_mask(mask) -> Feedback:
     """The (2, 5) padding mask of two sequences of valid lengths 2 and 4: ``True`` = may attend."""
-    problem = _bool_problem(mask, (2, 5), "a (2, 5) bool tensor: one row per sequence, one column per position")
-    if problem is not None:
-        return problem
     want = torch.arange(5) < torch.tensor([[2], [4]])
     if torch.equal(mask, want):
         return _ok("positions 0-1 of the first sequence and 0-3 of the second may be attended to; the rest is padding.")
@@ -39,11 +40,9 @@ def check_padding_mask(mask) -> Feedback:
     return _hint("position k of sequence b may be attended to when k < valid_lens[b].")
 
 
+@_mask_answer((4, 4), "a (4, 4) bool tensor: rows are queries, columns keys")
 def check_causal_mask(mask) -> Feedback:
     """The (4, 4) causal mask: query i may attend to keys 0..i."""
-    problem = _bool_problem(mask, (4, 4), "a (4, 4) bool tensor: rows are queries, columns keys")
-    if problem is not None:
-        return problem
     want = torch.ones(4, 4, dtype=torch.bool).tril()
     if torch.equal(mask, want):
         return _ok("lower triangle, diagonal included: a position sees itself and the past, never the future.")
@@ -56,11 +55,9 @@ def check_causal_mask(mask) -> Feedback:
     return _hint("row i must be True in columns 0..i and False after.")
 
 
+@_mask_answer((4, 4), "a (4, 4) bool tensor: rows are queries, columns keys")
 def check_padding_causal_mask(mask) -> Feedback:
     """Padding and causal combined, one sequence of 4 positions with valid length 3: (4, 4)."""
-    problem = _bool_problem(mask, (4, 4), "a (4, 4) bool tensor: rows are queries, columns keys")
-    if problem is not None:
-        return problem
     causal = torch.ones(4, 4, dtype=torch.bool).tril()
     padding = (torch.arange(4) < 3).expand(4, 4)
     if torch.equal(mask, causal & padding):
@@ -74,11 +71,9 @@ def check_padding_causal_mask(mask) -> Feedback:
     return _hint("combine the causal mask and the padding mask with &.")
 
 
+@_mask_answer((2, 5), "a (2, 5) bool tensor: one row per sequence")
 def check_key_padding_mask(key_padding_mask) -> Feedback:
     """``nn.MultiheadAttention``'s ``key_padding_mask`` for valid lengths 3 and 5 of 5 positions: True = ignore."""
-    problem = _bool_problem(key_padding_mask, (2, 5), "a (2, 5) bool tensor: one row per sequence")
-    if problem is not None:
-        return problem
     may_attend = torch.arange(5) < torch.tensor([[3], [5]])
     if torch.equal(key_padding_mask, ~may_attend):
         return _ok("~ac.sequence_mask(valid_lens, K): PyTorch's key_padding_mask is True where a key is ignored.")
@@ -120,6 +115,9 @@ def _attention_cases():
     return cases
 
 
+@_function_answer(
+    "your function attention(queries, keys, values, mask)", "a function attention(queries, keys, values, mask)"
+)
 def check_masked_attention(attention) -> Feedback:
     """Build it: ``attention(queries (B, Q, D), keys (B, K, D), values (B, K, V), mask (B, Q, K))`` -> (B, Q, V).
 
@@ -127,19 +125,12 @@ def check_masked_attention(attention) -> Feedback:
     on hidden random cases, on the rows that have something to attend to; a row with nothing to attend to must be
     zeros (there ``F.scaled_dot_product_attention`` gives NaN in older PyTorch versions, zeros in newer ones).
     """
-    if attention is None:
-        return _hint("replace None with your function attention(queries, keys, values, mask).")
-    if not callable(attention):
-        return _hint(f"expected a function attention(queries, keys, values, mask), got {type(attention).__name__}.")
     for q, k, v, mask in _attention_cases():
         copies = [t.clone() for t in (q, k, v, mask)]
-        try:
-            out = attention(q, k, v, mask)
-        except Exception as error:  # the learner's code: report what went wrong
+        out, problem = _call_learner(attention, q, k, v, mask)
+        if problem is not None:
             return _hint(
-                f"your function raised {type(error).__name__}: {str(error).rstrip('.')}. "
-                f"Scores are queries @ keys.transpose(-2, -1), "
-                f"shape (B, Q, K) = {tuple(mask.shape)}."
+                f"{problem.message} Scores are queries @ keys.transpose(-2, -1), shape (B, Q, K) = {tuple(mask.shape)}."
             )
         if isinstance(out, tuple):  # (output, weights) is fine too
             out = out[0]

@@ -1,13 +1,26 @@
-"""Checks for the exercises of notebook 06 (multi-head attention and positional encoding)."""
+"""Checks for the exercises of notebook 06 (multi-head attention and positional encoding).
+
+The checks on positions live in ``nb06_positions``; this module re-exports them in the notebook's order.
+"""
 
 from __future__ import annotations
 
-import math
 import operator
 
 import torch
 
-from ._feedback import Feedback, _close, _hint, _number, _ok, _tensor_problem
+from ._feedback import (
+    Feedback,
+    _call_learner,
+    _close,
+    _function_answer,
+    _function_problem,
+    _hint,
+    _number_answer,
+    _ok,
+    _tensor_problem,
+)
+from .nb06_positions import check_positional_encoding, check_rotation
 
 __all__ = [
     "check_split_shape",
@@ -40,53 +53,23 @@ def check_split_shape(shape) -> Feedback:
     return _hint("(B, T, H * dh) -> (B * H, T, dh) with B = 2, T = 5, H = 4.")
 
 
-def check_parameter_count(answer) -> Feedback:
+@_number_answer("the number of parameters")
+def check_parameter_count(answer: float) -> Feedback:
     """Parameters of ``MultiHeadAttention(num_hiddens=64, num_heads=8)`` (no biases)."""
-    value = _number(answer, "the number of parameters")
-    if isinstance(value, Feedback):
-        return value
-    if value == 4 * 64 * 64:
+    if answer == 4 * 64 * 64:
         return _ok("4 matrices of 64 x 64 = 16384, whatever the number of heads: heads split the work, not add to it.")
-    if value == 3 * 64 * 64:
+    if answer == 3 * 64 * 64:
         return _hint("W_q, W_k and W_v, yes, but also the output projection W_o.")
-    if value == 8 * 4 * 64 * 64:
+    if answer == 8 * 4 * 64 * 64:
         return _hint("each head uses a slice of the projections, of size 64 / 8: the heads share the 64 x 64 matrices.")
-    if value == 4 * 64 * 64 + 4 * 64:
+    if answer == 4 * 64 * 64 + 4 * 64:
         return _hint("this layer has no biases (bias=False).")
     return _hint("count the entries of W_q, W_k, W_v and W_o, each num_hiddens x num_hiddens.")
 
 
-def check_rotation(matrix) -> Feedback:
-    """The 2 x 2 matrix that maps ``[sin(i w), cos(i w)]`` to ``[sin((i + 2) w), cos((i + 2) w)]`` for ``w = 0.5``."""
-    problem = _tensor_problem(matrix, (2, 2), "a (2, 2) tensor")
-    if problem is not None:
-        return problem
-    if not matrix.is_floating_point():
-        return _hint(f"rotation entries are cosines and sines: use a floating-point tensor, got {matrix.dtype}.")
-    c, s = math.cos(1.0), math.sin(1.0)  # the angle is delta * w = 2 * 0.5
-    want = torch.tensor([[c, s], [-s, c]], dtype=torch.float64)
-    if _close(matrix, want):
-        return _ok("a rotation by delta * w = 1 radian: the same matrix at every position i.")
-    if _close(matrix, want.T):
-        return _hint("transposed: that rotation goes from i + 2 back to i.")
-    if _close(
-        matrix, torch.tensor([[math.cos(2.0), math.sin(2.0)], [-math.sin(2.0), math.cos(2.0)]], dtype=torch.float64)
-    ):
-        return _hint("the angle is delta * w = 2 * 0.5 = 1, not 2.")
-    return _hint("expand sin(a + b) and cos(a + b) with a = i w and b = 2 w, and read off the matrix.")
-
-
-# ---- build it: split and merge heads, a multi-head layer, the sinusoidal encoding ------------------------------
+# ---- build it: split and merge heads, a multi-head layer ------------------------------
 
 _CASES_SEED = 60_606  # private: the learner does not see the cases
-
-
-def _run(fn, *args):
-    """``fn(*args)`` and None, or None and a hint naming the exception the learner's code raised."""
-    try:
-        return fn(*args), None
-    except Exception as error:  # the learner's code: report what went wrong
-        return None, _hint(f"your function raised {type(error).__name__}: {str(error).rstrip('.')}.")
 
 
 def _split_variants(x: torch.Tensor, num_heads: int) -> dict[str, torch.Tensor]:
@@ -118,15 +101,14 @@ def check_split_merge(split_heads, merge_heads) -> Feedback:
     Compared with the reference on hidden random sizes; ``merge_heads(split_heads(x, H), H)`` must give ``x`` back.
     """
     for name, fn in (("split_heads", split_heads), ("merge_heads", merge_heads)):
-        if fn is None:
-            return _hint(f"replace None with your function {name}(x, num_heads).")
-        if not callable(fn):
-            return _hint(f"expected a function {name}(x, num_heads), got {type(fn).__name__}.")
+        problem = _function_problem(fn, f"your function {name}(x, num_heads)", f"a function {name}(x, num_heads)")
+        if problem is not None:
+            return problem
     gen = torch.Generator().manual_seed(_CASES_SEED)
     for batch, steps, num_heads, dh in ((2, 5, 4, 3), (3, 4, 2, 5), (1, 6, 3, 2)):
         x = torch.randn(batch, steps, num_heads * dh, generator=gen)
         copy = x.clone()
-        split, problem = _run(split_heads, x, num_heads)
+        split, problem = _call_learner(split_heads, x, num_heads)
         if problem is not None:
             return problem
         if not torch.equal(x, copy):
@@ -142,7 +124,7 @@ def check_split_merge(split_heads, merge_heads) -> Feedback:
             return _hint(
                 "split_heads: the result differs from (B, T, D) -> (B, T, H, dh) -> (B, H, T, dh) -> (B * H, T, dh)."
             )
-        merged, problem = _run(merge_heads, variants["right"].clone(), num_heads)
+        merged, problem = _call_learner(merge_heads, variants["right"].clone(), num_heads)
         if problem is not None:
             return problem
         problem = _tensor_problem(merged, tuple(x.shape), "merge_heads's result (B, T, H * dh)")
@@ -214,16 +196,15 @@ _MULTI_HEAD_MISTAKES = [
 ]
 
 
+@_function_answer(
+    "your function multi_head(queries, keys_values, W_q, W_k, W_v, W_o, num_heads)", "a function multi_head(...)"
+)
 def check_multi_head(multi_head) -> Feedback:
     """Build it: ``multi_head(queries (B, Q, D), keys_values (B, K, D), W_q, W_k, W_v, W_o, num_heads)`` -> (B, Q, D).
 
     Weights are (D, D) tensors used as ``x @ W``, without biases. Compared with ``torch.nn.MultiheadAttention``
     loaded with the same weights (``in_proj_weight`` holds ``W.T``), on hidden random cases.
     """
-    if multi_head is None:
-        return _hint("replace None with your function multi_head(queries, keys_values, W_q, W_k, W_v, W_o, num_heads).")
-    if not callable(multi_head):
-        return _hint(f"expected a function multi_head(...), got {type(multi_head).__name__}.")
     gen = torch.Generator().manual_seed(_CASES_SEED + 1)
     for batch, num_q, num_k, size, num_heads in ((2, 4, 4, 8, 2), (1, 3, 5, 12, 3), (2, 5, 2, 8, 4)):
         x_q = torch.randn(batch, num_q, size, generator=gen)
@@ -231,7 +212,7 @@ def check_multi_head(multi_head) -> Feedback:
         weights = [torch.randn(size, size, generator=gen) / size**0.5 for _ in range(4)]  # (D, D) each, x @ W
         inputs = (x_q, x_kv, *weights)
         copies = [t.clone() for t in inputs]
-        out, problem = _run(multi_head, x_q, x_kv, *weights, num_heads)
+        out, problem = _call_learner(multi_head, x_q, x_kv, *weights, num_heads)
         if problem is not None:
             return problem
         if not all(torch.equal(a, b) for a, b in zip(inputs, copies, strict=True)):
@@ -255,77 +236,3 @@ def check_multi_head(multi_head) -> Feedback:
             return _hint("wrong scale: each head has dh = D / H features, so divide by sqrt(dh), not sqrt(D).")
         return _hint("the outputs differ from torch.nn.MultiheadAttention loaded with the same weights.")
     return _ok("matches torch.nn.MultiheadAttention loaded with your weights: heads split, attend, merge, project.")
-
-
-def _encodings(num_steps: int, num_hiddens: int) -> dict[str, torch.Tensor]:
-    """The sinusoidal encoding (T, D) and its typical mistakes, in float64."""
-    pos = torch.arange(num_steps, dtype=torch.float64).unsqueeze(1)  # (T, 1)
-    pairs = torch.arange(0, num_hiddens, 2, dtype=torch.float64)  # 2j
-    cols = torch.arange(num_hiddens, dtype=torch.float64)  # column index
-
-    def interleave(first, second):
-        out = torch.empty(num_steps, num_hiddens, dtype=torch.float64)
-        out[:, 0::2], out[:, 1::2] = first, second
-        return out
-
-    omega = 10000.0 ** (-pairs / num_hiddens)  # (D / 2,)
-    return {
-        "right": interleave(torch.sin(pos * omega), torch.cos(pos * omega)),
-        "swapped": interleave(torch.cos(pos * omega), torch.sin(pos * omega)),
-        "from 1": interleave(torch.sin((pos + 1) * omega), torch.cos((pos + 1) * omega)),
-        "exponent j": interleave(
-            torch.sin(pos * 10000.0 ** (-pairs / 2 / num_hiddens)),
-            torch.cos(pos * 10000.0 ** (-pairs / 2 / num_hiddens)),
-        ),
-        "exponent column": torch.where(
-            cols.long() % 2 == 0,
-            torch.sin(pos * 10000.0 ** (-2 * cols / num_hiddens)),
-            torch.cos(pos * 10000.0 ** (-2 * cols / num_hiddens)),
-        ),
-        "no minus": interleave(torch.sin(pos / omega), torch.cos(pos / omega)),
-        "blocks": torch.cat([torch.sin(pos * omega), torch.cos(pos * omega)], dim=1),
-    }
-
-
-_ENCODING_HINTS = {
-    "swapped": "sin and cos are swapped: even columns 2j hold sin(i w_j), odd columns 2j + 1 hold cos(i w_j).",
-    "from 1": "positions start at 0: the first row is P[0] = [0, 1, 0, 1, ...] (sin 0, cos 0).",
-    "exponent j": "wrong frequency exponent: w_j = 10000^(-2j / D) for the column pair j, so the exponent is 2j / D.",
-    "exponent column": "wrong frequency exponent: both columns of a pair share one frequency, w_j = 10000^(-2j / D); "
-    "columns 2j and 2j + 1 must not get different ones.",
-    "no minus": "the frequencies fall from 1 towards 1/10000: w_j = 10000^(-2j / D), with a minus sign.",
-    "blocks": "the columns interleave: sin in the even columns 0, 2, 4, ..., cos in the odd ones, not two blocks.",
-}
-
-
-def check_positional_encoding(positional_encoding) -> Feedback:
-    """Build it: ``positional_encoding(num_steps, num_hiddens)`` -> (T, D), compared with ``ac.positional_encoding``."""
-    if positional_encoding is None:
-        return _hint("replace None with your function positional_encoding(num_steps, num_hiddens).")
-    if not callable(positional_encoding):
-        return _hint(
-            "expected a function positional_encoding(num_steps, num_hiddens), "
-            f"got {type(positional_encoding).__name__}."
-        )
-    from ..positional import positional_encoding as reference  # the course's own, checked by its unit tests
-
-    for num_steps, num_hiddens in ((7, 8), (50, 16), (12, 6)):
-        got, problem = _run(positional_encoding, num_steps, num_hiddens)
-        if problem is not None:
-            return problem
-        if isinstance(got, torch.Tensor) and tuple(got.shape) == (num_hiddens, num_steps):
-            return _hint("transposed: one row per position, P has shape (num_steps, num_hiddens).")
-        problem = _tensor_problem(got, (num_steps, num_hiddens), "the encoding (num_steps, num_hiddens)")
-        if problem is not None:
-            return problem
-        if not got.is_floating_point():
-            return _hint(f"the encoding holds sines and cosines: use a floating-point tensor, got {got.dtype}.")
-        want = reference(num_steps, num_hiddens, dtype=torch.float64)
-        if _close(got, want, 1e-5):
-            continue
-        variants = _encodings(num_steps, num_hiddens)
-        for mistake, hint in _ENCODING_HINTS.items():
-            if _close(got, variants[mistake], 1e-5):
-                return _hint(hint)
-        return _hint(f"differs from ac.positional_encoding({num_steps}, {num_hiddens}); compare the first rows.")
-    return _ok("matches ac.positional_encoding: sin in even columns, cos in odd ones, w_j = 10000^(-2j / D), i from 0.")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import torch
 
-from ._feedback import Feedback, _close, _hint, _number, _ok, _tensor_problem
+from ._feedback import Feedback, _close, _function_answer, _hint, _number_answer, _ok, _tensor_answer
 
 __all__ = ["check_alignment_position", "check_context", "check_memory_size", "check_bahdanau_step"]
 
 
+@_function_answer("a function position(t, L) that returns a source position", "a function position(t, L)")
 def check_alignment_position(position) -> Feedback:
     """``position(t, L)``: the source position that digit step ``t`` should attend to when reversing ``L`` digits.
 
@@ -16,10 +17,6 @@ def check_alignment_position(position) -> Feedback:
     (steps 0 .. L - 1) then ``<eos>``. Only the digit steps are checked: the ``<eos>`` step needs no particular
     source position (notebook 07 finds that the trained model reads position 0 there).
     """
-    if position is None:
-        return _hint("replace None with a function position(t, L) that returns a source position.")
-    if not callable(position):
-        return _hint(f"expected a function position(t, L), got {type(position).__name__}.")
     for length in range(1, 13):
         for t in range(length):
             want = length - 1 - t
@@ -39,11 +36,9 @@ def check_alignment_position(position) -> Feedback:
     )
 
 
+@_tensor_answer((2,), "a tensor of 2 numbers")
 def check_context(context) -> Feedback:
     """The context for weights [0.1, 0.7, 0.2] over encoder states [[1, 0], [0, 2], [4, 4]]."""
-    problem = _tensor_problem(context, (2,), "a tensor of 2 numbers")
-    if problem is not None:
-        return problem
     states = torch.tensor([[1.0, 0.0], [0.0, 2.0], [4.0, 4.0]], dtype=torch.float64)
     weights = torch.tensor([0.1, 0.7, 0.2], dtype=torch.float64)
     if _close(context, weights @ states):
@@ -53,16 +48,14 @@ def check_context(context) -> Feedback:
     return _hint("sum weight_j * h_j over the three positions, one coordinate at a time.")
 
 
-def check_memory_size(answer) -> Feedback:
+@_number_answer("a count of numbers")
+def check_memory_size(answer: float) -> Feedback:
     """How many numbers the attention decoder can read about a 12-digit source, with U = 64 hidden units."""
-    value = _number(answer, "a count of numbers")
-    if isinstance(value, Feedback):
-        return value
-    if value == 13 * 64:
+    if answer == 13 * 64:
         return _ok("13 states (12 digits and <eos>) of 64 numbers: 832, against 64 for the decoder without attention.")
-    if value == 12 * 64:
+    if answer == 12 * 64:
         return _hint("the encoder also reads <eos>, so the source has 13 positions.")
-    if value == 64:
+    if answer == 64:
         return _hint(
             "64 is what the decoder without attention gets; with attention every encoder state stays reachable."
         )
@@ -131,6 +124,9 @@ def _step_mistake(args, got_weights) -> str:
     return "the weights differ from w_v . tanh(W_q s + W_k h_j), soft-maxed over the valid source positions."
 
 
+@_function_answer(
+    "a function step(query, states, src_len, W_q, W_k, w_v)", "a function step(query, states, src_len, W_q, W_k, w_v)"
+)
 def check_bahdanau_step(step) -> Feedback:
     """``step(query, states, src_len, W_q, W_k, w_v) -> (context, weights)``: one step of Bahdanau attention.
 
@@ -139,10 +135,6 @@ def check_bahdanau_step(step) -> Feedback:
     softmax over j < src_len of ``w_v . tanh(W_q query + W_k states_j)`` (exactly 0 on padding), and
     context (B, U) = ``sum_j weights_j states_j``. Run on hidden random cases, float64.
     """
-    if step is None:
-        return _hint("replace None with a function step(query, states, src_len, W_q, W_k, w_v).")
-    if not callable(step):
-        return _hint(f"expected a function step(query, states, src_len, W_q, W_k, w_v), got {type(step).__name__}.")
     for args in _step_cases():
         copies = [a.clone() for a in args]
         batch, length, size = args[1].shape

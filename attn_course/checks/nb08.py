@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import torch
 
-from ._feedback import Feedback, _close, _hint, _number, _ok, _tensor_problem
+from ._feedback import Feedback, _close, _hint, _number_answer, _ok, _tensor_answer
 
 __all__ = ["check_layer_norm", "check_ffn_parameters", "check_causal_row"]
 
 
+@_tensor_answer((4,), "a tensor of 4 numbers")
 def check_layer_norm(answer) -> Feedback:
     """Layer normalisation (no learned scale or shift, eps ignored) of x = [1, 2, 3, 6]."""
-    problem = _tensor_problem(answer, (4,), "a tensor of 4 numbers")
-    if problem is not None:
-        return problem
     x = torch.tensor([1.0, 2.0, 3.0, 6.0], dtype=torch.float64)
     if _close(answer, (x - x.mean()) / x.std(correction=0), tol=1e-3):
         return _ok("mean 3, variance 3.5: (x - 3) / sqrt(3.5) = [-1.069, -0.535, 0, 1.604].")
@@ -24,26 +22,22 @@ def check_layer_norm(answer) -> Feedback:
     return _hint("subtract the mean of the 4 numbers, then divide by their standard deviation.")
 
 
-def check_ffn_parameters(answer) -> Feedback:
+@_number_answer("the number of parameters")
+def check_ffn_parameters(answer: float) -> Feedback:
     """Parameters of ``PositionWiseFFN(num_hiddens=32, ffn_hiddens=64)``."""
-    value = _number(answer, "the number of parameters")
-    if isinstance(value, Feedback):
-        return value
     want = 32 * 64 + 64 + 64 * 32 + 32
-    if value == want:
+    if answer == want:
         return _ok("32 x 64 + 64 + 64 x 32 + 32 = 4192, the same whatever the sequence length.")
-    if value == 32 * 64 + 64 * 32:
+    if answer == 32 * 64 + 64 * 32:
         return _hint("both linear layers have biases too.")
-    if value in (want * 12, want * 13):
+    if answer in (want * 12, want * 13):
         return _hint("the same two layers serve every position: the count does not depend on the length.")
     return _hint("two nn.Linear layers, 32 -> 64 and 64 -> 32, each with a weight matrix and a bias.")
 
 
+@_tensor_answer((6,), "a bool tensor of 6 entries")
 def check_causal_row(answer) -> Feedback:
     """The row of the query at position 3 (from 0) of the causal mask for 6 positions, True = may attend."""
-    problem = _tensor_problem(answer, (6,), "a bool tensor of 6 entries")
-    if problem is not None:
-        return problem
     if answer.dtype != torch.bool:
         return _hint(f"masks are bool tensors (True = may attend), got {answer.dtype}.")
     want = torch.tensor([True, True, True, True, False, False])

@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from ._feedback import Feedback, _hint, _number, _ok
+from ._feedback import Feedback, _function_answer, _hint, _number_answer, _ok
 
 __all__ = ["check_online_step", "check_causal_tiles", "check_tiled_bytes"]
 
@@ -67,16 +67,13 @@ def _mistakes(running_max, running_sum, block, new_max):
     ]
 
 
+@_function_answer("your function step(running_max, running_sum, block)", "a function")
 def check_online_step(step) -> Feedback:
     """Build it: ``step(running_max, running_sum, block) -> (new_max, new_sum)``, one update of the online softmax.
 
     ``running_max`` and ``running_sum`` are (R,), ``block`` is (R, b); checked on hidden random cases (the first
     block, with ``running_max = -inf``; a block that raises the maximum and one that does not; scores of 1e4).
     """
-    if step is None:
-        return _hint("replace None with your function step(running_max, running_sum, block).")
-    if not callable(step):
-        return _hint(f"expected a function, got {type(step).__name__}.")
     for what, running_max, running_sum, block in _cases():
         inputs = (running_max.clone(), running_sum.clone(), block.clone())
         try:
@@ -117,48 +114,44 @@ def check_online_step(step) -> Feedback:
     )
 
 
-def check_causal_tiles(answer) -> Feedback:
+@_number_answer("the number of tiles computed")
+def check_causal_tiles(answer: float) -> Feedback:
     """Causal self-attention over N = 1000 positions in blocks of 128: how many tiles are computed?"""
-    value = _number(answer, "the number of tiles computed")
-    if isinstance(value, Feedback):
-        return value
     blocks = math.ceil(1000 / 128)  # 8 blocks, the last one 104 long
     want = blocks * (blocks + 1) // 2
-    if value == want:
+    if answer == want:
         return _ok(
             f"{blocks} blocks per side: {blocks} diagonal tiles and {blocks * (blocks - 1) // 2} below: "
             f"{want} of {blocks * blocks}, and {blocks * (blocks - 1) // 2} skipped."
         )
-    if value == blocks * blocks:
+    if answer == blocks * blocks:
         return _hint("that is every tile; the tiles wholly above the diagonal hold no allowed pair and are skipped.")
-    if value == blocks * (blocks - 1) // 2:
+    if answer == blocks * (blocks - 1) // 2:
         return _hint(
             "that counts the tiles below the diagonal only, or the skipped ones; the diagonal tiles are "
             "computed too, with a mask."
         )
-    if value == 1000 / 128 * (1000 / 128 + 1) / 2 or value == (1000 // 128) * (1000 // 128 + 1) // 2:
+    if answer == 1000 / 128 * (1000 / 128 + 1) / 2 or answer == (1000 // 128) * (1000 // 128 + 1) // 2:
         return _hint("the last block is shorter (1000 is not a multiple of 128) but still a block: ceil(1000 / 128).")
     return _hint("count the blocks per side with ceil(N / b), then the tiles on and below the diagonal.")
 
 
-def check_tiled_bytes(answer) -> Feedback:
+@_number_answer("a number of bytes")
+def check_tiled_bytes(answer: float) -> Feedback:
     """Bytes moved by the tiled pass for one head: N = 4096, d = 64, b = 128, float32 (``io_cost``'s model)."""
-    value = _number(answer, "a number of bytes")
-    if isinstance(value, Feedback):
-        return value
     n, d, b = 4096, 64, 128
     elements = 2 * n * d + 2 * math.ceil(n / b) * n * d
     want = 4 * elements
-    if math.isclose(value, want, rel_tol=1e-9):
+    if math.isclose(answer, want, rel_tol=1e-9):
         return _ok(
             f"{want:,} bytes (about {want / 2**20:.0f} MB): K and V are read {n // b} times, once per "
             f"query block, against {4 * (4 * n * d + 4 * n * n) / 2**20:.0f} MB for the materialised pass."
         )
-    if math.isclose(value, elements, rel_tol=1e-9):
+    if math.isclose(answer, elements, rel_tol=1e-9):
         return _hint("that is a number of elements; float32 takes 4 bytes each.")
-    if math.isclose(value, 4 * 2 * math.ceil(n / b) * n * d, rel_tol=1e-9):
+    if math.isclose(answer, 4 * 2 * math.ceil(n / b) * n * d, rel_tol=1e-9):
         return _hint("add reading Q once and writing the output once: 2 N d more elements.")
-    if math.isclose(value, 4 * 4 * n * d, rel_tol=1e-9):
+    if math.isclose(answer, 4 * 4 * n * d, rel_tol=1e-9):
         return _hint("K and V are read once per query block, not once in all: n = ceil(N / b) times.")
     return _hint(
         "elements: 2 N d (Q in, output out) + 2 n N d (K and V for each of n = ceil(N / b) query blocks); then bytes."

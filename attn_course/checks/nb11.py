@@ -7,37 +7,33 @@ import math
 import torch
 
 from ..rotary import alibi_bias, apply_rope
-from ._feedback import Feedback, _close, _hint, _number, _ok, _tensor_problem
+from ._feedback import Feedback, _close, _function_answer, _hint, _number_answer, _ok, _tensor_answer, _tensor_problem
 
 __all__ = ["check_rope_angle", "check_alibi_row", "check_apply_rope"]
 
 
-def check_rope_angle(answer) -> Feedback:
+@_number_answer("the angle in radians")
+def check_rope_angle(answer: float) -> Feedback:
     """The angle (radians) by which RoPE turns pair j = 1 of a D = 8 vector at position p = 5 (base 10000)."""
-    value = _number(answer, "the angle in radians")
-    if isinstance(value, Feedback):
-        return value
     right = 5 * 10000 ** (-2 / 8)  # p * w_1 = 5 * 0.1
-    if math.isclose(value, right, rel_tol=1e-3):
+    if math.isclose(answer, right, rel_tol=1e-3):
         return _ok("w_1 = 10000^(-2/8) = 0.1, so pair 1 turns by 5 * 0.1 = 0.5 radian; pair 0 turns by 5.")
-    if math.isclose(value, 5.0, rel_tol=1e-3):
+    if math.isclose(answer, 5.0, rel_tol=1e-3):
         return _hint("that is pair 0's angle (w_0 = 1); pair 1 has a lower frequency.")
-    if math.isclose(value, 5 * 10000 ** (-1 / 8), rel_tol=1e-3):
+    if math.isclose(answer, 5 * 10000 ** (-1 / 8), rel_tol=1e-3):
         return _hint("the exponent is -2j / D with j = 1, that is -2/8, not -1/8.")
-    if math.isclose(value, 5 * 10000 ** (-4 / 8), rel_tol=1e-3):
+    if math.isclose(answer, 5 * 10000 ** (-4 / 8), rel_tol=1e-3):
         return _hint("j counts pairs, not columns: pair 1 holds columns 2 and 3, and its exponent is -2 * 1 / 8.")
-    if math.isclose(value, 5 / 10000 ** (-2 / 8), rel_tol=1e-3):
+    if math.isclose(answer, 5 / 10000 ** (-2 / 8), rel_tol=1e-3):
         return _hint("multiply the position by w_j = 10000^(-2j/D); do not divide by it.")
-    if math.isclose(value, math.degrees(right), rel_tol=1e-3):
+    if math.isclose(answer, math.degrees(right), rel_tol=1e-3):
         return _hint("in radians, please, not degrees.")
     return _hint("the angle is p * w_j with w_j = 10000^(-2j / D); here p = 5, j = 1 and D = 8.")
 
 
+@_tensor_answer((6,), "a (6,) tensor: one bias per key")
 def check_alibi_row(row) -> Feedback:
     """The bias that head h = 2 of H = 4 adds to query 3's scores over keys 0..5 (Q = K = 6), as a (6,) tensor."""
-    problem = _tensor_problem(row, (6,), "a (6,) tensor: one bias per key")
-    if problem is not None:
-        return problem
     if not row.is_floating_point():
         return _hint(f"slopes are fractions: use a floating-point tensor, got {row.dtype}.")
     want = alibi_bias(4, 6, 6, dtype=torch.float64)[1, 3]  # head 2 is index 1
@@ -77,12 +73,9 @@ def _variant(x, positions, pairing="interleaved", sign=1.0, exponent=2.0):
     return torch.cat((first, second), dim=-1)
 
 
+@_function_answer("your function: my_rope(x, positions) returning the rotated x", "a function fn(x, positions)")
 def check_apply_rope(fn) -> Feedback:
     """A learner's ``fn(x, positions)`` against ``apply_rope`` on random cases the learner does not see."""
-    if fn is None:
-        return _hint("replace None with your function: my_rope(x, positions) returning the rotated x.")
-    if not callable(fn):
-        return _hint(f"expected a function fn(x, positions), got {type(fn).__name__}.")
     gen = torch.Generator().manual_seed(11)
     for shape, _ in _CASES:
         x = torch.randn(shape, generator=gen, dtype=torch.float64)

@@ -1,0 +1,282 @@
+"""attn_course.checks.nb03, the checks of notebook 03 (scoring functions):
+"Correct" for a right answer, a hint for each mistake."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from _check_helpers import assert_correct, assert_hint, softmax_by_hand
+
+from attn_course import (
+    AdditiveAttention,
+    additive_scores,
+    dot_product_scores,
+)
+from attn_course.checks import (
+    check_additive_scores_fn,
+    check_attention_memory,
+    check_dot_scores_fn,
+    check_parameter_growth,
+    check_scaled_scores,
+    check_variance_scale,
+)
+
+# ----------------------------------------------------------------------------------------------
+# check_scaled_scores: query [1, 2], keys [1, 0], [0, 1], [1, 1], D = 2
+# ----------------------------------------------------------------------------------------------
+
+DOTS = [1.0, 2.0, 3.0]  # q . k for the three keys: 1*1 + 2*0, 1*0 + 2*1, 1*1 + 2*1
+SCALED = [v / math.sqrt(2) for v in DOTS]  # [0.7071, 1.4142, 2.1213]
+
+
+def _scores_by_matmul(dtype):
+    q = torch.tensor([[1.0, 2.0]], dtype=dtype)  # (Q, D) = (1, 2)
+    k = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], dtype=dtype)  # (K, D) = (3, 2)
+    return q @ k.T / math.sqrt(2)  # (1, 2) x (2, 3) -> (1, 3)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        pytest.param(torch.tensor([SCALED]), id="float32"),
+        pytest.param(torch.tensor([SCALED], dtype=torch.float64), id="float64"),
+        pytest.param(_scores_by_matmul(torch.float32), id="matmul-float32"),
+        pytest.param(_scores_by_matmul(torch.float64), id="matmul-float64"),
+        pytest.param(torch.tensor([SCALED], requires_grad=True), id="requires-grad"),
+    ],
+)
+def test_check_scaled_scores_right_answer(answer):
+    assert_correct(check_scaled_scores(answer), "[0.7071, 1.4142, 2.1213]")
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        pytest.param(None, ["replace None", "(1, 3) tensor"], id="none"),
+        pytest.param([SCALED], ["torch.Tensor", "list"], id="list"),
+        pytest.param(np.array([SCALED]), ["torch.Tensor", "ndarray"], id="numpy"),
+        pytest.param(torch.tensor(SCALED), ["expected shape (1, 3)", "got (3,)"], id="1-D"),
+        pytest.param(torch.tensor([SCALED, SCALED]), ["expected shape (1, 3)", "got (2, 3)"], id="two-rows"),
+        pytest.param(torch.tensor([[v] for v in SCALED]), ["transposed", "q @ k.T"], id="transposed"),
+        pytest.param(torch.tensor([[1, 2, 3]]), ["floating-point", "torch.int64"], id="integer"),
+        pytest.param(torch.tensor([DOTS]), ["plain dot products", "sqrt(D)"], id="plain-dots"),
+        pytest.param(torch.tensor([[v / 2 for v in DOTS]]), ["square root of D, not by D"], id="divided-by-d"),
+        pytest.param(
+            softmax_by_hand(SCALED).unsqueeze(0), ["these are the weights", "into the softmax"], id="softmax-weights"
+        ),
+        pytest.param(torch.tensor([[-v for v in SCALED]]), ["(query . key) / sqrt(D)", "D = 2"], id="sign"),
+        pytest.param(torch.zeros(1, 3), ["(query . key) / sqrt(D)"], id="zeros"),
+    ],
+)
+def test_check_scaled_scores_hints(answer, words):
+    assert_hint(check_scaled_scores(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_attention_memory: B = 8, Q = K = 1024, U = 128, float32 -> 32 MiB of scores, 4096 MiB hidden
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("answer", [(32, 4096), (32.0, 4096.0), [32, 4096], torch.tensor([32.0, 4096.0])])
+def test_check_attention_memory_right_answer(answer):
+    assert_correct(check_attention_memory(answer), "4096 MiB")
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        pytest.param(32, ["two numbers"], id="one-number"),
+        pytest.param((8, 1024), ["4 bytes"], id="numbers-not-bytes"),
+        pytest.param((33.554432, 4294.967296), ["2**20"], id="decimal-mb"),
+        pytest.param((4, 512), ["B = 8"], id="one-sequence"),
+        pytest.param((32, 32), ["U = 128"], id="no-u"),
+        pytest.param((32, 1024), ["(8, 1024, 1024, 128)"], id="scores-only"),
+        pytest.param((1, 2), ["bytes = B * Q * K"], id="wrong"),
+    ],
+)
+def test_check_attention_memory_hints(answer, words):
+    assert_hint(check_attention_memory(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_dot_scores_fn (build it): hidden random cases, reference queries @ keys^T / sqrt(D)
+# ----------------------------------------------------------------------------------------------
+
+
+def _dot_right(queries, keys):
+    return torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(queries.shape[-1])
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        pytest.param(_dot_right, id="bmm"),
+        pytest.param(lambda q, k: torch.einsum("bqd,bkd->bqk", q, k) / q.shape[-1] ** 0.5, id="einsum"),
+        pytest.param(dot_product_scores, id="attn-course"),
+    ],
+)
+def test_check_dot_scores_fn_right_answer(fn):
+    assert_correct(check_dot_scores_fn(fn), "hidden")
+
+
+def _in_place(q, k):
+    q.mul_(1.0)  # a no-op numerically, but it still writes
+    q.add_(1.0)
+    return _dot_right(q - 1.0, k)
+
+
+@pytest.mark.parametrize(
+    "fn, words",
+    [
+        pytest.param("q @ k.T", ["expected a function"], id="not-callable"),
+        pytest.param(lambda q, k: torch.bmm(q, k.transpose(1, 2)), ["missing the 1/sqrt(D) scale"], id="unscaled"),
+        pytest.param(
+            lambda q, k: torch.bmm(k, q.transpose(1, 2)) / math.sqrt(q.shape[-1]),
+            ["transposed", "(2, 3, 5)"],
+            id="transposed",
+        ),
+        pytest.param(lambda q, k: torch.bmm(q, k.transpose(1, 2)) / q.shape[-1], ["divided by D"], id="by-d"),
+        pytest.param(
+            lambda q, k: torch.bmm(q, k.transpose(1, 2)) / math.sqrt(k.shape[1]),
+            ["wrong scale", "last axis"],
+            id="by-k",
+        ),
+        pytest.param(lambda q, k: torch.softmax(_dot_right(q, k), dim=-1), ["weights", "softmax"], id="softmax"),
+        pytest.param(lambda q, k: torch.mm(q, k), ["raised"], id="raises"),
+        pytest.param(lambda q, k: _dot_right(q, k)[0], ["expected shape"], id="shape"),
+        pytest.param(lambda q, k: _dot_right(q, k).tolist(), ["torch.Tensor"], id="list"),
+        pytest.param(lambda q, k: _dot_right(q, k).round(), ["one entry by hand"], id="rounded"),
+        pytest.param(_in_place, ["modified its input"], id="in-place"),
+    ],
+)
+def test_check_dot_scores_fn_hints(fn, words):
+    assert_hint(check_dot_scores_fn(fn), *words)
+
+
+def test_check_dot_scores_fn_cases_are_hidden_and_not_square():
+    """A function right only for square score matrices, or only for one D, does not pass."""
+    assert_hint(check_dot_scores_fn(lambda q, k: _dot_right(q, k) if q.shape[-1] == 4 else _dot_right(q, k) * 2))
+    seen = []
+    check_dot_scores_fn(lambda q, k: seen.append((tuple(q.shape), tuple(k.shape))) or _dot_right(q, k))
+    assert len(seen) == 3 and all(q[1] != k[1] for q, k in seen)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_additive_scores_fn (build it): hidden random cases, reference a torch.nn MLP on [q; k]
+# ----------------------------------------------------------------------------------------------
+
+
+def _additive_right(q, k, w_q, w_k, w_v):
+    return torch.tanh((q @ w_q.T).unsqueeze(2) + (k @ w_k.T).unsqueeze(1)) @ w_v  # (B, Q, K)
+
+
+def _additive_linear(q, k, w_q, w_k):
+    return (q @ w_q.T).unsqueeze(2) + (k @ w_k.T).unsqueeze(1)  # (B, Q, K, U)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        pytest.param(_additive_right, id="broadcast"),
+        pytest.param(additive_scores, id="attn-course"),
+    ],
+)
+def test_check_additive_scores_fn_right_answer(fn):
+    assert_correct(check_additive_scores_fn(fn), "torch.nn")
+
+
+@pytest.mark.parametrize(
+    "fn, words",
+    [
+        pytest.param(3, ["expected a function"], id="not-callable"),
+        pytest.param(lambda q, k, wq, wk, wv: _additive_linear(q, k, wq, wk) @ wv, ["missing the tanh"], id="no-tanh"),
+        pytest.param(
+            lambda q, k, wq, wk, wv: torch.tanh(_additive_linear(q, k, wq, wk) @ wv), ["before w_v"], id="tanh-after"
+        ),
+        pytest.param(lambda q, k, wq, wk, wv: torch.tanh(_additive_linear(q, k, wq, wk)).sum(-1), ["summed"], id="sum"),
+        pytest.param(
+            lambda q, k, wq, wk, wv: _additive_right(q, k, wq, wk, wv).transpose(1, 2),
+            ["transposed", "(2, 3, 5)"],
+            id="transposed",
+        ),
+        pytest.param(
+            lambda q, k, wq, wk, wv: torch.tanh(_additive_linear(q, k, wq, wk)), ["hidden layer", "w_v"], id="hidden"
+        ),
+        pytest.param(
+            lambda q, k, wq, wk, wv: torch.softmax(_additive_right(q, k, wq, wk, wv), -1), ["softmax"], id="softmax"
+        ),
+        pytest.param(
+            lambda q, k, wq, wk, wv: torch.tanh((q @ wq).unsqueeze(2) + (k @ wk.T).unsqueeze(1)) @ wv,
+            ["w_q.T"],
+            id="w-not-t",
+        ),
+        pytest.param(lambda q, k, wq, wk, wv: _additive_right(q, k, wq, wk, wv) + 1, ["by hand"], id="offset"),
+        pytest.param(lambda q, k, wq, wk, wv: _additive_right(q, k, wq, wk, wv)[:, 0], ["expected shape"], id="shape"),
+        pytest.param(
+            lambda q, k, wq, wk, wv: _additive_right(q, k, wq, wk, wv.mul_(2)) / 2,
+            ["modified its input"],
+            id="in-place",
+        ),
+    ],
+)
+def test_check_additive_scores_fn_hints(fn, words):
+    assert_hint(check_additive_scores_fn(fn), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_parameter_growth: D = 512, U = 64: additive U (2D + 1) = 65,600, bilinear D^2 = 262,144
+# ----------------------------------------------------------------------------------------------
+
+
+def test_check_parameter_growth_right_answer():
+    layer = AdditiveAttention(key_size=512, query_size=512, num_hiddens=64)
+    counted = sum(p.numel() for p in layer.parameters())
+    assert_correct(check_parameter_growth((counted, 512 * 512)))
+    assert_correct(check_parameter_growth([65600.0, 262144]))
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        pytest.param("65600", ["two numbers"], id="str"),
+        pytest.param((65536, 262144), ["w_v"], id="no-w-v"),
+        pytest.param((512 * 1025, 262144), ["U stays at 64"], id="u-equals-d"),
+        pytest.param((65600 + 65, 262144), ["no biases"], id="biases"),
+        pytest.param((100, 262144), ["W_q (U x D)"], id="wrong-additive"),
+        pytest.param((65600, 1024), ["D x D"], id="wrong-bilinear"),
+    ],
+)
+def test_check_parameter_growth_hints(answer, words):
+    assert_hint(check_parameter_growth(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_variance_scale: D = 64, sigma^2 = 4 -> Var(q . k) = 1024, scale 32
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("answer", [32, 32.0, torch.tensor(32.0), math.sqrt(64 * 4 * 4)])
+def test_check_variance_scale_right_answer(answer):
+    assert_correct(check_variance_scale(answer))
+
+
+def test_check_variance_scale_matches_a_measurement():
+    gen = torch.Generator().manual_seed(0)
+    q = torch.randn(20_000, 64, generator=gen, dtype=torch.float64) * 2  # variance 4
+    k = torch.randn(20_000, 64, generator=gen, dtype=torch.float64) * 2
+    assert ((q * k).sum(-1) / 32).var().item() == pytest.approx(1.0, rel=0.05)
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        pytest.param("x", ["one number"], id="str"),
+        pytest.param(16, ["sigma^4"], id="sigma-sqrt-d"),
+        pytest.param(8, ["unit-variance"], id="sqrt-d"),
+        pytest.param(1024, ["square root"], id="variance"),
+        pytest.param(5, ["E[q_i^2] E[k_i^2]"], id="wrong"),
+    ],
+)
+def test_check_variance_scale_hints(answer, words):
+    assert_hint(check_variance_scale(answer), *words)

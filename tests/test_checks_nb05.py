@@ -1,0 +1,250 @@
+"""attn_course.checks.nb05, the checks of notebook 05 (masking):
+"Correct" for a right answer, a hint for each mistake."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from _check_helpers import assert_correct, assert_hint
+
+from attn_course import (
+    checks,
+)
+from attn_course.checks import (
+    check_causal_mask,
+    check_padding_causal_mask,
+    check_padding_mask,
+)
+
+# ----------------------------------------------------------------------------------------------
+# Notebook 05, masks: True = may attend
+# ----------------------------------------------------------------------------------------------
+
+T, F_ = True, False
+PADDING = [[T, T, F_, F_, F_], [T, T, T, T, F_]]  # valid lengths 2 and 4 of 5 positions
+CAUSAL = [[T, F_, F_, F_], [T, T, F_, F_], [T, T, T, F_], [T, T, T, T]]
+PADDING_CAUSAL = [[T, F_, F_, F_], [T, T, F_, F_], [T, T, T, F_], [T, T, T, F_]]  # valid length 3: column 3 hidden
+
+
+def _flip(rows):
+    return [[not v for v in row] for row in rows]
+
+
+@pytest.mark.parametrize(
+    "mask",
+    [
+        pytest.param(torch.tensor(PADDING), id="literal"),
+        pytest.param(torch.arange(5) < torch.tensor([[2], [4]]), id="comparison"),
+    ],
+)
+def test_check_padding_mask_right_answer(mask):
+    assert_correct(check_padding_mask(mask), "padding")
+
+
+@pytest.mark.parametrize(
+    "mask, words",
+    [
+        pytest.param(None, ["replace None", "(2, 5) bool tensor"], id="none"),
+        pytest.param(PADDING, ["torch.Tensor", "list"], id="list"),
+        pytest.param(torch.tensor(PADDING).T, ["expected shape (2, 5)", "got (5, 2)"], id="transposed"),
+        pytest.param(torch.tensor(PADDING)[:, :4], ["expected shape (2, 5)", "got (2, 4)"], id="shape"),
+        pytest.param(
+            torch.tensor(PADDING).long(), ["bool tensor", "True = may attend", "torch.int64", ".bool()"], id="int"
+        ),
+        pytest.param(torch.tensor(PADDING).float(), ["bool tensor", "torch.float32"], id="float"),
+        pytest.param(torch.tensor(_flip(PADDING)), ["polarity is reversed", "padding is False"], id="reversed"),
+        pytest.param(
+            torch.tensor([[T, T, T, F_, F_], [T, T, T, T, T]]), ["off by one", "use < rather than <="], id="off-by-one"
+        ),
+        pytest.param(torch.tensor([[T, T, F_, F_, F_], [T, T, T, F_, F_]]), ["k < valid_lens[b]"], id="other"),
+    ],
+)
+def test_check_padding_mask_hints(mask, words):
+    assert_hint(check_padding_mask(mask), *words)
+
+
+@pytest.mark.parametrize(
+    "mask",
+    [
+        pytest.param(torch.tensor(CAUSAL), id="literal"),
+        pytest.param(torch.tril(torch.ones(4, 4)).bool(), id="tril"),
+    ],
+)
+def test_check_causal_mask_right_answer(mask):
+    assert_correct(check_causal_mask(mask), "never the future")
+
+
+@pytest.mark.parametrize(
+    "mask, words",
+    [
+        pytest.param(None, ["replace None", "(4, 4) bool tensor"], id="none"),
+        pytest.param(np.array(CAUSAL), ["torch.Tensor", "ndarray"], id="numpy"),
+        pytest.param(torch.tensor(CAUSAL)[:3], ["expected shape (4, 4)", "got (3, 4)"], id="shape"),
+        pytest.param(torch.tensor(CAUSAL).int(), ["bool tensor", "torch.int32"], id="int"),
+        pytest.param(torch.tensor(CAUSAL).double(), ["bool tensor", "torch.float64"], id="float"),
+        pytest.param(torch.tensor(_flip(CAUSAL)), ["polarity is reversed"], id="reversed"),
+        pytest.param(torch.tensor(CAUSAL).T.contiguous(), ["transposed", "torch.tril"], id="transposed"),
+        pytest.param(
+            torch.tensor([[F_, F_, F_, F_], [T, F_, F_, F_], [T, T, F_, F_], [T, T, T, F_]]),
+            ["keep the diagonal"],
+            id="tril-minus-1",
+        ),
+        pytest.param(torch.ones(4, 4, dtype=torch.bool), ["row i must be True in columns 0..i"], id="other"),
+    ],
+)
+def test_check_causal_mask_hints(mask, words):
+    assert_hint(check_causal_mask(mask), *words)
+
+
+@pytest.mark.parametrize(
+    "mask",
+    [
+        pytest.param(torch.tensor(PADDING_CAUSAL), id="literal"),
+        pytest.param(torch.tril(torch.ones(4, 4)).bool() & (torch.arange(4) < 3), id="tril-and-padding"),
+    ],
+)
+def test_check_padding_causal_mask_right_answer(mask):
+    assert_correct(check_padding_causal_mask(mask), "AND")
+
+
+PADDING_ALONE = [[T, T, T, F_]] * 4
+CAUSAL_OR_PADDING = [[T, T, T, F_], [T, T, T, F_], [T, T, T, F_], [T, T, T, T]]
+
+
+@pytest.mark.parametrize(
+    "mask, words",
+    [
+        pytest.param(None, ["replace None", "(4, 4) bool tensor"], id="none"),
+        pytest.param(PADDING_CAUSAL, ["torch.Tensor", "list"], id="list"),
+        pytest.param(torch.tensor([PADDING_CAUSAL]), ["expected shape (4, 4)", "got (1, 4, 4)"], id="3-D"),
+        pytest.param(torch.tensor(PADDING_CAUSAL).long(), ["bool tensor", "torch.int64"], id="int"),
+        pytest.param(torch.tensor(CAUSAL_OR_PADDING), ["OR lets a query see", "(&)"], id="or"),
+        pytest.param(torch.tensor(CAUSAL), ["causal mask alone", "column 3"], id="causal-alone"),
+        pytest.param(torch.tensor(PADDING_ALONE), ["padding mask alone", "torch.tril"], id="padding-alone"),
+        pytest.param(
+            torch.tensor(_flip(PADDING_CAUSAL)), ["combine the causal mask and the padding mask with &"], id="other"
+        ),
+    ],
+)
+def test_check_padding_causal_mask_hints(mask, words):
+    assert_hint(check_padding_causal_mask(mask), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_key_padding_mask: nn.MultiheadAttention's key_padding_mask (True = ignore), valid lengths 3 and 5 of 5
+# ----------------------------------------------------------------------------------------------
+
+KEY_PADDING = [[F_, F_, F_, T, T], [F_, F_, F_, F_, F_]]
+
+
+@pytest.mark.parametrize(
+    "mask",
+    [
+        pytest.param(torch.tensor(KEY_PADDING), id="literal"),
+        pytest.param(~torch.tensor([[T, T, T, F_, F_], [T, T, T, T, T]]), id="flipped"),
+    ],
+)
+def test_check_key_padding_mask_right_answer(mask):
+    assert_correct(checks.check_key_padding_mask(mask), "ignored")
+
+
+@pytest.mark.parametrize(
+    ("mask", "words"),
+    [
+        pytest.param(torch.tensor(_flip(KEY_PADDING)), ["polarity", "~"], id="course-polarity"),
+        pytest.param(torch.tensor(KEY_PADDING).int(), ["bool"], id="int"),
+        pytest.param(torch.tensor(KEY_PADDING)[:1], ["shape"], id="shape"),
+        pytest.param(torch.zeros(2, 5, dtype=torch.bool), ["flip it"], id="other"),
+    ],
+)
+def test_check_key_padding_mask_hints(mask, words):
+    assert_hint(checks.check_key_padding_mask(mask), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_masked_attention (build it): masked scaled dot-product attention against F.scaled_dot_product_attention
+# ----------------------------------------------------------------------------------------------
+
+
+def _masked_attention(
+    queries, keys, values, mask, *, transpose=False, scale=None, reverse=False, fill=None, dim=-1, in_place=False
+):
+    """A learner's masked attention: right with the defaults, each keyword one typical mistake."""
+    scale = queries.shape[-1] ** -0.5 if scale is None else scale
+    scores = (keys @ queries.transpose(-2, -1) if transpose else queries @ keys.transpose(-2, -1)) * scale
+    blocked = mask if reverse else ~mask
+    if in_place:
+        queries.mul_(1.0).add_(1.0)
+    if fill is not None:  # a finite fill, or -inf without handling empty rows
+        return torch.softmax(scores.masked_fill(blocked, fill), dim=dim) @ values
+    empty = blocked.all(-1, keepdim=True)  # (B, Q, 1)
+    weights = torch.softmax(scores.masked_fill(blocked & ~empty, -math.inf), dim=dim)
+    return weights.masked_fill(blocked | empty, 0.0) @ values
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        pytest.param(_masked_attention, id="output"),
+        pytest.param(lambda q, k, v, m: (_masked_attention(q, k, v, m), None), id="output-and-weights"),
+        pytest.param(lambda q, k, v, m: _masked_attention(q.double(), k.double(), v.double(), m), id="float64"),
+    ],
+)
+def test_check_masked_attention_right_answer(fn):
+    assert_correct(checks.check_masked_attention(fn), "not NaN")
+
+
+def _no_mask(q, k, v, m):
+    return _masked_attention(q, k, v, torch.ones_like(m))
+
+
+@pytest.mark.parametrize(
+    ("fn", "words"),
+    [
+        pytest.param(3, ["expected a function"], id="not-callable"),
+        pytest.param(lambda q, k, v, m: _masked_attention(q, k, v, m, transpose=True), ["transposed"], id="transposed"),
+        pytest.param(lambda q, k, v, m: _masked_attention(q, k, v, m, scale=1.0), ["scale is missing"], id="no-scale"),
+        pytest.param(
+            lambda q, k, v, m: _masked_attention(q, k, v, m, scale=1 / q.shape[-1]), ["sqrt(D), not by D"], id="scale-D"
+        ),
+        pytest.param(
+            lambda q, k, v, m: _masked_attention(q, k, v, m, scale=v.shape[-1] ** -0.5),
+            ["not of the values"],
+            id="scale-V",
+        ),
+        pytest.param(
+            lambda q, k, v, m: _masked_attention(q, k, v, m, reverse=True), ["polarity is reversed"], id="polarity"
+        ),
+        pytest.param(
+            lambda q, k, v, m: _masked_attention(q, k, v, m, fill=-math.inf), ["NaN", "nothing to attend to"], id="nan"
+        ),
+        pytest.param(lambda q, k, v, m: _masked_attention(q, k, v, m, fill=-1e6), ["-1e6", "zeros"], id="finite-fill"),
+        pytest.param(lambda q, k, v, m: _masked_attention(q, k, v, m, dim=-2), ["dim=-1"], id="softmax-axis"),
+        pytest.param(
+            lambda q, k, v, m: _masked_attention(q, k, v, m, in_place=True), ["modified its input"], id="in-place"
+        ),
+        pytest.param(_no_mask, ["not applied"], id="no-mask"),
+        pytest.param(lambda q, k, v, m: q @ k.transpose(-2, -1), ["expected shape"], id="shape"),
+        pytest.param(lambda q, k, v, m: q @ k, ["raised RuntimeError", "keys.transpose"], id="raises"),
+        pytest.param(lambda q, k, v, m: _masked_attention(q, k, v, m) + 1.0, ["already differ"], id="other"),
+        pytest.param(
+            lambda q, k, v, m: _masked_attention(q, k, v, m) + (~m).sum(-1, keepdim=True) * 0.1,
+            ["with the mask"],
+            id="other-masked",
+        ),
+    ],
+)
+def test_check_masked_attention_hints(fn, words):
+    assert_hint(checks.check_masked_attention(fn), *words)
+
+
+def test_check_masked_attention_cases_have_one_empty_row_and_partly_masked_rows():
+    """The hidden cases hold one row with nothing to attend to; every other row sees some keys and misses some."""
+    from attn_course.checks.nb05 import _attention_cases
+
+    for q, _, v, mask in _attention_cases():
+        empty = (~mask).all(-1)
+        assert empty.sum() == 1
+        assert mask[~empty].any(-1).all() and (~mask[~empty]).any(-1).all()
+        assert q.shape[-1] != v.shape[-1]  # a scale by sqrt(V) differs from sqrt(D)

@@ -1,0 +1,276 @@
+"""attn_course.checks.nb07, the checks of notebook 07 (attention in seq2seq):
+"Correct" for a right answer, a hint for each mistake."""
+
+import numpy as np
+import pytest
+import torch
+from _check_helpers import assert_correct, assert_hint
+
+from attn_course import (
+    AdditiveAttention,
+    RNNSeq2Seq,
+)
+from attn_course.checks import (
+    check_alignment_position,
+    check_bahdanau_step,
+    check_context,
+    check_memory_size,
+)
+from attn_course.tasks import make_batch
+
+# ----------------------------------------------------------------------------------------------
+# check_alignment_position: reversing L digits, output step t reads source position L - 1 - t, <eos> reads L
+# ----------------------------------------------------------------------------------------------
+
+
+def _position(t, length):
+    return length - 1 - t if t < length else length  # the ideal position of each digit step, then <eos>'s own
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        pytest.param(_position, id="function"),
+        pytest.param(lambda t, length: (length - 1 - t) % (length + 1), id="modulo"),
+        pytest.param(lambda t, length: torch.tensor(_position(t, length)), id="tensor"),
+        pytest.param(lambda t, length: float(_position(t, length)), id="float"),
+        pytest.param(lambda t, length: length - 1 - t if t < length else 0, id="eos-on-first"),
+        pytest.param(lambda t, length: length - 1 - t, id="eos-anywhere"),
+    ],
+)
+def test_check_alignment_position_right_answer(answer):
+    assert_correct(check_alignment_position(answer), "anti-diagonal")
+
+
+@pytest.mark.parametrize("digits", ["7", "12345", "908172635412"])
+def test_check_alignment_position_agrees_with_the_reversal_task(digits):
+    """Output token t (tgt_out[t]) is the source token at position(t, L), <eos> included."""
+    batch = make_batch([digits])
+    length = len(digits)
+    assert [int(batch.src[0, _position(t, length)]) for t in range(length + 1)] == batch.tgt_out[0].tolist()
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        pytest.param(None, ["replace None", "position(t, L)"], id="none"),
+        pytest.param(3, ["expected a function position(t, L)", "got int"], id="int"),
+        pytest.param("L - 1 - t", ["expected a function", "got str"], id="str"),
+        pytest.param(lambda t, length: length - t, ["off by one", "L - 1"], id="off-by-one"),
+        pytest.param(lambda t, length: t, ["copying (a diagonal)", "from its end"], id="copy"),
+        pytest.param(lambda t, length: t if t < length else length, ["copying (a diagonal)"], id="copy-with-eos"),
+        pytest.param(
+            lambda t, length: 1 / 0, ["position(0, 1) raised ZeroDivisionError: division by zero"], id="raises"
+        ),
+        pytest.param(lambda t: t, ["position(0, 1) raised TypeError"], id="one-argument"),
+        pytest.param(
+            lambda t, length: 5, ["position(0, 1) gave 5", "step 0 writes digit number 0 from the end"], id="constant"
+        ),
+        pytest.param(lambda t, length: None, ["position(0, 1) gave None"], id="returns-none"),
+    ],
+)
+def test_check_alignment_position_hints(answer, words):
+    assert_hint(check_alignment_position(answer), *words)
+
+
+def test_check_alignment_position_never_asks_for_the_eos_step():
+    """Notebook 07's trained model reads position 0 at <eos>: the check does not call position(L, L)."""
+    asked = []
+
+    def position(t, length):
+        asked.append((t, length))
+        return length - 1 - t
+
+    assert_correct(check_alignment_position(position))
+    assert all(t < length for t, length in asked) and len(asked) == sum(range(1, 13))
+
+
+# ----------------------------------------------------------------------------------------------
+# check_bahdanau_step: one decoder step of additive attention, padding masked, on hidden cases
+# ----------------------------------------------------------------------------------------------
+
+
+def _bahdanau(query, states, src_len, W_q, W_k, w_v, *, tanh=True, scale=1.0, mask="before", dim=-1):
+    features = (query @ W_q.T)[:, None] + states @ W_k.T  # (B, S, A)
+    scores = (torch.tanh(features) if tanh else features) @ w_v / scale  # (B, S)
+    valid = torch.arange(states.shape[1]) < src_len[:, None]
+    if mask == "before":
+        weights = torch.softmax(scores.masked_fill(~valid, float("-inf")), dim=dim)
+    elif mask == "reversed":
+        weights = torch.softmax(scores.masked_fill(valid, float("-inf")), dim=dim)
+    elif mask == "after":
+        weights = torch.softmax(scores, dim=dim) * valid
+    else:
+        weights = torch.softmax(scores, dim=dim)
+    return (weights[:, :, None] * states).sum(1), weights
+
+
+def _step(**kwargs):
+    return lambda *args: _bahdanau(*args, **kwargs)
+
+
+def test_check_bahdanau_step_reference_is_the_course_layer():
+    """The hidden reference agrees with ac.AdditiveAttention (the layer notebook 07's decoder uses)."""
+    from attn_course.checks.nb07 import _bahdanau_reference, _step_cases
+
+    for query, states, src_len, W_q, W_k, w_v in _step_cases():
+        layer = AdditiveAttention(states.shape[-1], query.shape[-1], W_q.shape[0]).double()
+        with torch.no_grad():
+            layer.W_q.weight.copy_(W_q), layer.W_k.weight.copy_(W_k), layer.w_v.weight.copy_(w_v[None])
+            want = layer(query[:, None], states, states, src_len)[:, 0]
+        context, weights = _bahdanau_reference(query, states, src_len, W_q, W_k, w_v)
+        torch.testing.assert_close(context, want)
+        torch.testing.assert_close(weights, layer.attention_weights[:, 0])
+
+
+def _right_with_bmm(query, states, src_len, W_q, W_k, w_v):
+    scores = torch.tanh(query[:, None] @ W_q.T + states @ W_k.T) @ w_v  # (B, S)
+    scores = scores.masked_fill(torch.arange(states.shape[1]) >= src_len[:, None], float("-inf"))
+    weights = scores.softmax(dim=-1)
+    return torch.bmm(weights[:, None], states)[:, 0], weights
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        pytest.param(_step(), id="broadcast"),
+        pytest.param(_right_with_bmm, id="bmm"),
+    ],
+)
+def test_check_bahdanau_step_right_answer(answer):
+    assert_correct(check_bahdanau_step(answer), "hidden cases")
+
+
+def _in_place(query, states, src_len, W_q, W_k, w_v):
+    query.mul_(2.0)
+    return _bahdanau(query, states, src_len, W_q, W_k, w_v)
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        pytest.param(None, ["replace None", "step(query, states"], id="none"),
+        pytest.param(3, ["expected a function", "got int"], id="int"),
+        pytest.param(lambda *a: a[1].mean(1), ["return a tuple (context, weights)", "Tensor"], id="one-tensor"),
+        pytest.param(
+            lambda q, h, n, Wq, Wk, wv: _bahdanau(q, h, n, Wq.T, Wk.T, wv),
+            ["raised RuntimeError", "W_q.T"],
+            id="transposed",
+        ),
+        pytest.param(_step(mask="none"), ["padded positions", "before the softmax"], id="no-mask"),
+        pytest.param(_step(mask="reversed"), ["polarity"], id="polarity"),
+        pytest.param(_step(mask="after"), ["sum to 1", "mask before the softmax"], id="masked-after-softmax"),
+        pytest.param(_step(dim=0), ["sum to 1", "dim=-1"], id="softmax-over-batch"),
+        pytest.param(_step(tanh=False), ["no tanh"], id="no-tanh"),
+        pytest.param(
+            lambda q, h, n, Wq, Wk, wv: _bahdanau(q, h, n, Wq, Wk, wv, scale=Wq.shape[0] ** 0.5),
+            ["no 1/sqrt scale"],
+            id="scaled",
+        ),
+        pytest.param(lambda q, h, n, Wq, Wk, wv: _bahdanau(q, h, n, Wk, Wq, wv), ["swapped"], id="swapped"),
+        pytest.param(lambda q, h, n, Wq, Wk, wv: _bahdanau(q, h, n, Wq, Wk, -wv), ["sign of the scores"], id="sign"),
+        pytest.param(lambda *a: (a[1].mean(1), _bahdanau(*a)[1]), ["plain average"], id="plain-average"),
+        pytest.param(
+            lambda *a: (2 * _bahdanau(*a)[0], _bahdanau(*a)[1]),
+            ["the weights are right", "sum_j weights_j"],
+            id="wrong-context",
+        ),
+        pytest.param(
+            lambda *a: (_bahdanau(*a)[0], _bahdanau(*a)[1][:, None]),
+            ["weights should have shape (B, S)"],
+            id="weights-3d",
+        ),
+        pytest.param(
+            lambda *a: (_bahdanau(*a)[0][None], _bahdanau(*a)[1]), ["context should have shape (B, U)"], id="context-3d"
+        ),
+        pytest.param(_in_place, ["modified one of its inputs"], id="in-place"),
+    ],
+)
+def test_check_bahdanau_step_hints(answer, words):
+    assert_hint(check_bahdanau_step(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_context: weights [0.1, 0.7, 0.2] over encoder states [[1, 0], [0, 2], [4, 4]] -> [0.9, 2.2]
+# ----------------------------------------------------------------------------------------------
+
+CONTEXT_STATES = torch.tensor([[1.0, 0.0], [0.0, 2.0], [4.0, 4.0]])
+CONTEXT_WEIGHTS = torch.tensor([0.1, 0.7, 0.2])
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        pytest.param(torch.tensor([0.9, 2.2]), id="float32"),
+        pytest.param(torch.tensor([0.9, 2.2], dtype=torch.float64), id="float64"),
+        pytest.param(CONTEXT_WEIGHTS @ CONTEXT_STATES, id="matmul"),
+        pytest.param((CONTEXT_WEIGHTS[:, None] * CONTEXT_STATES).sum(0), id="broadcast-sum"),
+        pytest.param(torch.tensor([0.9, 2.2], requires_grad=True), id="requires-grad"),
+    ],
+)
+def test_check_context_right_answer(answer):
+    assert_correct(check_context(answer), "[0.9, 2.2]", "weighted average")
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        pytest.param(None, ["replace None", "a tensor of 2 numbers"], id="none"),
+        pytest.param([0.9, 2.2], ["torch.Tensor", "list"], id="list"),
+        pytest.param(np.array([0.9, 2.2]), ["torch.Tensor", "ndarray"], id="numpy"),
+        pytest.param(torch.tensor([0.9, 2.2, 0.0]), ["expected shape (2,)", "got (3,)"], id="3-numbers"),
+        pytest.param(torch.tensor([[0.9, 2.2]]), ["expected shape (2,)", "got (1, 2)"], id="2-D"),
+        pytest.param(CONTEXT_STATES.mean(0), ["plain average", "attention weight"], id="plain-average"),
+        pytest.param(CONTEXT_STATES[1], ["sum weight_j * h_j"], id="argmax-state"),
+        pytest.param(CONTEXT_STATES.sum(0), ["sum weight_j * h_j"], id="sum"),
+        pytest.param(torch.tensor([2.2, 0.9]), ["sum weight_j * h_j"], id="swapped"),
+    ],
+)
+def test_check_context_hints(answer, words):
+    assert_hint(check_context(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_memory_size: a 12-digit source has 13 encoder states (with <eos>) of U = 64 numbers: 832
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        pytest.param(832, id="int"),
+        pytest.param(832.0, id="float"),
+        pytest.param(torch.tensor(832), id="tensor"),
+        pytest.param(np.int64(832), id="numpy"),
+        pytest.param(13 * 64, id="product"),
+    ],
+)
+def test_check_memory_size_right_answer(answer):
+    assert_correct(check_memory_size(answer), "832", "13 states")
+
+
+def test_check_memory_size_agrees_with_the_encoder():
+    """The attention decoder reads the encoder's states: (1, 13, 64) for one 12-digit source."""
+    batch = make_batch(["123456789012"])
+    model = RNNSeq2Seq(attention=True, embed_size=8, num_hiddens=64)
+    with torch.no_grad():
+        states, _ = model.encoder(batch.src, batch.src_len)
+    assert states.shape == (1, 13, 64)
+    assert_correct(check_memory_size(states.numel()))
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        pytest.param(None, ["replace None", "a count of numbers"], id="none"),
+        pytest.param("lots", ["one number", "str"], id="str"),
+        pytest.param([832], ["one number", "list"], id="list"),
+        pytest.param(12 * 64, ["also reads <eos>", "13 positions"], id="without-eos"),
+        pytest.param(64, ["64 is what the decoder without attention gets"], id="fixed-context"),
+        pytest.param(13, ["count the encoder states", "times their size U"], id="states-only"),
+        pytest.param(2 * 832, ["count the encoder states"], id="double"),
+        pytest.param(0, ["count the encoder states"], id="zero"),
+    ],
+)
+def test_check_memory_size_hints(answer, words):
+    assert_hint(check_memory_size(answer), *words)

@@ -1,0 +1,160 @@
+"""attn_course.checks.nb11, the checks of notebook 11 (RoPE, ALiBi and extrapolation):
+"Correct" for a right answer, a hint for each mistake."""
+
+import math
+
+import pytest
+import torch
+from _check_helpers import assert_correct, assert_hint
+
+from attn_course import (
+    alibi_bias,
+    apply_rope,
+)
+from attn_course.checks import (
+    check_alibi_row,
+    check_apply_rope,
+    check_rope_angle,
+)
+
+# ----------------------------------------------------------------------------------------------
+# notebook 11: check_rope_angle, check_alibi_row and the "build it" check_apply_rope
+# ----------------------------------------------------------------------------------------------
+# check_rope_angle
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("answer", [0.5, 5 * 10000 ** (-2 / 8), torch.tensor(0.5), 0.50001])
+def test_check_rope_angle_right_answer(answer):
+    assert_correct(check_rope_angle(answer))
+
+
+def test_check_rope_angle_agrees_with_apply_rope():
+    """Pair 1 of (1, 0, 1, 0, ...) at position 5 points at the angle the check wants."""
+    x = torch.tensor([[1.0, 0.0] * 4], dtype=torch.float64)
+    turned = apply_rope(x, torch.tensor([5]))[0]
+    assert_correct(check_rope_angle(math.atan2(turned[3], turned[2])))
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None"]),
+        ("half", ["expected one number"]),
+        (5.0, ["pair 0"]),
+        (5 * 10000 ** (-1 / 8), ["-2/8"]),
+        (5 * 10000 ** (-4 / 8), ["j counts pairs"]),
+        (5 / 10000 ** (-2 / 8), ["do not divide"]),
+        (math.degrees(0.5), ["radians"]),
+        (1.0, ["p * w_j"]),
+    ],
+)
+def test_check_rope_angle_hints(answer, words):
+    assert_hint(check_rope_angle(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_alibi_row
+# ----------------------------------------------------------------------------------------------
+
+
+def test_check_alibi_row_right_answer():
+    m = 1 / 16
+    assert_correct(check_alibi_row(torch.tensor([-3 * m, -2 * m, -m, 0.0, 0.0, 0.0])))
+    assert_correct(check_alibi_row(alibi_bias(4, 6, 6)[1, 3]))
+
+
+@pytest.mark.parametrize(
+    "row, words",
+    [
+        (None, ["replace None"]),
+        ([0.0] * 6, ["torch.Tensor"]),
+        (torch.zeros(5), ["shape (6,)"]),
+        (torch.zeros(6, dtype=torch.long), ["floating-point"]),
+        (-alibi_bias(4, 6, 6)[1, 3], ["penalty"]),
+        (torch.tensor([-3 / 16, -2 / 16, -1 / 16, 0.0, -1 / 16, -2 / 16]), ["causal mask"]),
+        (alibi_bias(4, 6, 6)[0, 3], ["head 1", "h = 1 .. H"]),
+        (alibi_bias(4, 6, 6)[2, 3], ["head 3"]),
+        (torch.ones(6), ["bias[j] = -m * (3 - j)"]),
+    ],
+)
+def test_check_alibi_row_hints(row, words):
+    assert_hint(check_alibi_row(row), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_apply_rope: wrong functions a learner might write, each named
+# ----------------------------------------------------------------------------------------------
+
+
+def _rope_variant(x, positions, pairing="interleaved", sign=1.0, exponent=2.0, use_rows=False, scale=1.0):
+    d = x.shape[-1]
+    if use_rows:
+        positions = torch.arange(x.shape[-2])
+    omega = 10000.0 ** (-exponent * torch.arange(d // 2, dtype=torch.float64) / d)
+    angles = sign * positions.double().unsqueeze(-1) * omega
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    if pairing == "interleaved":
+        a, b = x[..., 0::2], x[..., 1::2]
+        return scale * torch.stack((a * cos - b * sin, a * sin + b * cos), dim=-1).flatten(-2)
+    a, b = x[..., : d // 2], x[..., d // 2 :]
+    return scale * torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1)
+
+
+def test_check_apply_rope_right_answer():
+    assert_correct(check_apply_rope(_rope_variant))
+    assert_correct(check_apply_rope(apply_rope))
+    assert_correct(check_apply_rope(lambda x, p: _rope_variant(x.float(), p)))  # float32 inside is close enough
+
+
+def _rope_in_place(x, positions):
+    out = _rope_variant(x, positions)
+    x.mul_(2)
+    return out
+
+
+def _rope_raises(x, positions):
+    raise IndexError("index 8 is out of bounds")
+
+
+def _rope_angles_off(x, positions):
+    return _rope_variant(x, positions * 2)  # twice the angle: not one of the named mistakes
+
+
+@pytest.mark.parametrize(
+    "fn, words",
+    [
+        (None, ["replace None"]),
+        (42, ["expected a function"]),
+        (lambda x, p: None, ["returned None"]),
+        (lambda x, p: x.tolist(), ["torch.Tensor"]),
+        (lambda x, p: x[..., :2], ["expected shape"]),
+        (_rope_raises, ["raised IndexError", "index 8"]),
+        (_rope_in_place, ["in place"]),
+        (lambda x, p: x.clone(), ["nothing was rotated"]),
+        (lambda x, p: _rope_variant(x, p, pairing="half"), ["j + D/2", "half-split"]),
+        (lambda x, p: _rope_variant(x, p, sign=-1.0), ["wrong sign", "clockwise"]),
+        (lambda x, p: _rope_variant(x, p, use_rows=True), ["row index", "positions argument"]),
+        (lambda x, p: _rope_variant(x, p, exponent=1.0), ["wrong frequency", "base^(-1 j / D)"]),
+        (lambda x, p: _rope_variant(x, p, exponent=4.0), ["wrong frequency", "base^(-4 j / D)"]),
+        (lambda x, p: _rope_variant(x, p, exponent=-2.0), ["wrong frequency", "base^(2 j / D)"]),
+        (lambda x, p: _rope_variant(x, p, scale=2.0), ["keeps the length"]),
+        (_rope_angles_off, ["angles are off"]),
+    ],
+)
+def test_check_apply_rope_hints(fn, words):
+    assert_hint(check_apply_rope(fn), *words)
+
+
+def test_check_apply_rope_hidden_cases_include_shuffled_positions_and_batch_axes():
+    """A function that ignores the positions passes a case whose positions are 0..L-1 only by luck: the check's
+    positions are shuffled, so it fails; a function that handles only 2-D input fails on the batched cases."""
+    seen = []
+
+    def spy(x, positions):
+        seen.append((tuple(x.shape), positions.clone()))
+        return apply_rope(x, positions)
+
+    assert_correct(check_apply_rope(spy))
+    assert any(len(shape) > 2 for shape, _ in seen)
+    assert all(not torch.equal(p, torch.arange(len(p))) for _, p in seen if len(p) > 2)
