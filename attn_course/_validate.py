@@ -1,4 +1,5 @@
-"""Input checks shared by the helpers (private): every check of the package lives here.
+"""Input checks shared by the helpers (private): every check of the package lives here, or is built from these
+(a module's ``_require_*`` for its own arguments).
 
 Every helper checks what a learner hands it before computing, so a mistake is reported
 as a sentence that names the argument, what was expected and what came, instead of a
@@ -15,29 +16,7 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = [
-    "require_tensor",
-    "require_float",
-    "require_finite",
-    "require_rank",
-    "require_dim",
-    "require_same_dtype",
-    "require_int",
-    "require_kv_heads",
-    "require_number",
-    "require_positive",
-    "require_probability",
-    "require_float_dtype",
-    "require_mask",
-    "require_choice",
-    "require_positions",
-    "require_min_rank",
-    "require_valid_lens",
-    "require_qkv",
-    "require_tokens",
-    "require_source",
-    "require_target",
-]
+# A private module: every helper imports the checks it needs by name, so it has no __all__.
 
 
 def require_tensor(x, name: str) -> torch.Tensor:
