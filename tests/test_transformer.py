@@ -528,7 +528,7 @@ def test_plot_transformer_attention_one_panel_per_layer_and_head(
     fig = plot_transformer_attention(weights, batch, tokens, index=index, kind=kind)
     assert isinstance(fig, Figure)
     panels = _panels(fig)
-    titles = ["layer 1, head 1", "layer 1, head 2", "layer 2, head 1", "layer 2, head 2"]
+    titles = ["layer 0, head 0", "layer 0, head 1", "layer 1, head 0", "layer 1, head 1"]
     assert [ax.get_title() for ax in panels] == titles
     for i, ax in enumerate(panels):
         layer, head = divmod(i, 2)
