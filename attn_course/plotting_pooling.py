@@ -110,7 +110,8 @@ def plot_query_weights(
     top.set_ylabel("value y_i")
     top.legend(fontsize=8, loc="best")
     top.figure.colorbar(points, ax=list(axes), label="weight", shrink=0.9)  # one bar keeps both x axes aligned
-    bottom.bar(keys_np, weights, width=0.06, color="C3")
+    bottom.vlines(keys_np, 0.0, weights, color="C3", linewidth=2.5)  # one thin bar per key, at the key's x
+    bottom.set_ylim(bottom=0.0)
     bottom.axvline(query, color="C0", linewidth=1)
     bottom.set_xlabel("key x_i")
     bottom.set_ylabel("attention weight")

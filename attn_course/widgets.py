@@ -9,11 +9,15 @@ Every change calls the plotting function afresh and draws the new figure once, s
 figure to the next), instead of through ``plt.show()``.
 
 The plotting function runs on one PyTorch thread: a figure's tensors are far too small to gain from
-more, and on a busy machine each operation that waits for a second thread can take milliseconds.
+more, and on a busy machine each operation that waits for a second thread can take milliseconds. Python's
+garbage collector waits too: a figure is tens of thousands of new objects, enough to set off a collection that
+walks every object of the notebook (its models, its data), so a redraw runs without it and the next collection
+finds the figure's garbage after the picture is out.
 """
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Callable, Mapping
 
@@ -102,11 +106,15 @@ def slider_panel(
         with _DRAW_LOCK:  # see _DRAW_LOCK
             threads = torch.get_num_threads()
             torch.set_num_threads(1)  # a figure's tensors are small: see the module's docstring
+            collecting = gc.isenabled()
+            gc.disable()  # see the module's docstring
             try:
                 with plt.rc_context(_render.TITLES_AT_TOP):
                     return draw({name: control.value for name, control in controls.items()} | changes)
             finally:
                 torch.set_num_threads(threads)
+                if collecting:
+                    gc.enable()
 
     def draw(values: dict) -> list[bytes]:
         before = set(plt.get_fignums())

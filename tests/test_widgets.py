@@ -1,5 +1,6 @@
 """attn_course.widgets: slider_panel (no browser needed: the widgets run in plain Python)."""
 
+import gc
 import inspect
 import io
 
@@ -333,3 +334,19 @@ def test_a_panel_calls_plot_fn_afresh_on_every_change_and_shows_its_new_data():
         "gaussian kernel, bandwidth h = 0.9",
     ]
     assert not np.allclose(figures[-1].axes[0].lines[-1].get_ydata(), figures[-2].axes[0].lines[-1].get_ydata())
+
+
+def test_render_turns_the_garbage_collector_back_on_even_when_plot_fn_fails():
+    seen = []
+
+    def plot(h):
+        seen.append(gc.isenabled())
+        if h > 1.0:
+            raise ValueError("h too large")
+        return RecordingPlot()(h=h)
+
+    panel = slider_panel(plot, {"h": widgets.FloatSlider(value=1.0)})
+    assert gc.isenabled()
+    with pytest.raises(ValueError, match="h too large"):
+        panel.render(h=2.0)
+    assert seen[-1] is False and gc.isenabled()
