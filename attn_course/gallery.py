@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 
 from ._validate import require_choice, require_int
 from .masking import causal_mask, masked_softmax
-from .plotting import _thin_ticks, _updatable, _update_matrix, show_heatmaps
+from .plotting import show_heatmaps
 
 __all__ = ["pattern_scores", "plot_pattern_gallery", "plot_masking_demo"]
 
@@ -100,20 +100,4 @@ def plot_masking_demo(
         figsize=(9.0, 4.4),
         suptitle=suptitle,
     )
-    if axes is not None:
-        return fig
-    panels, shared = fig.axes[:2], valid_len_1 == valid_len_2  # show_heatmaps shares the axes of equal labels
-
-    def update(valid_len_1=4, valid_len_2=6, causal=False, seed=0, axes=None) -> bool:
-        if axes is not None or (valid_len_1 == valid_len_2) != shared:
-            return False
-        weights, tokens, titles, suptitle = _masking_demo(valid_len_1, valid_len_2, causal, seed)
-        for ax, matrix, labels, title in zip(panels, weights.numpy(), tokens, titles, strict=True):
-            _update_matrix(ax, matrix.astype(float), 0.0, 1.0)
-            _thin_ticks(ax, "x", labels, len(labels))
-            _thin_ticks(ax, "y", labels, len(labels))
-            ax.set_title(title, fontsize=10)
-        fig.suptitle(suptitle)
-        return True
-
-    return _updatable(fig, plot_masking_demo, update)
+    return fig

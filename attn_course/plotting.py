@@ -83,32 +83,6 @@ def _draw_matrix(
     return mesh
 
 
-def _update_matrix(ax, data: np.ndarray, vmin: float, vmax: float, fmt: str = ".2f") -> None:
-    """Redraw in place a matrix that ``_draw_matrix`` drew on ``ax``: new values of the same shape, same look."""
-    mesh = ax.collections[0]
-    mesh.set_array(data)
-    mesh.set_clim(vmin, vmax)
-    if ax.texts:  # the annotations, written row by row
-        colours = mesh.to_rgba(data)  # (R, C, 4)
-        luminance = colours[..., :3] @ np.array([0.2126, 0.7152, 0.0722])  # (R, C)
-        for text, value, light in zip(ax.texts, data.ravel(), luminance.ravel() > 0.408, strict=True):
-            text.set_text(format(value, fmt))
-            text.set_color("black" if light else "white")
-
-
-def _updatable(fig: Figure, plot_fn, update) -> Figure:
-    """Mark ``fig``, just drawn by ``plot_fn``, as one a slider may redraw in place (``attn_course.widgets``).
-
-    ``update(**kwargs)`` takes ``plot_fn``'s keyword arguments and either redraws the figure's artists for them and
-    returns True, or returns False, having changed nothing, when they need a figure of another shape. Redrawing in
-    place skips building axes and ticks again: about half of what a slider's change costs. A panel uses it only
-    when its plotting function is ``plot_fn`` itself (a wrapper around ``plot_fn`` may draw more than ``update``
-    knows of).
-    """
-    fig._attn_course_update = (plot_fn, update)
-    return fig
-
-
 def _thin_ticks(ax, axis: str, labels: Sequence[str] | None, n: int, max_ticks: int = 20) -> None:
     """Label every cell up to ``max_ticks`` cells, then every k-th one."""
     step = max(1, int(np.ceil(n / max_ticks)))

@@ -18,7 +18,7 @@ from ._validate import require_float, require_int, require_rank
 from .cost import loglog_slope
 from .generation import next_token_probs
 from .lmtask import LMHistory
-from .plotting import _draw_matrix, _new_axes, _np, _thin_ticks, _updatable
+from .plotting import _draw_matrix, _new_axes, _np, _thin_ticks
 
 __all__ = ["plot_half_losses", "plot_head_scores", "plot_head_patterns", "plot_next_token", "plot_time_per_token"]
 
@@ -103,30 +103,16 @@ def plot_next_token(
     """
     require_rank(logits, "logits", (1,), "(C,)")
     probs = _np(next_token_probs(logits, temperature, top_k))
-    new_figure = ax is None
     fig, ax = _new_axes(ax, figsize)
     colours = ["tab:blue"] * len(probs)
     if target is not None:
         colours[int(target)] = "tab:orange"
-    bars = ax.bar(np.arange(len(probs)), probs, color=colours)
+    ax.bar(np.arange(len(probs)), probs, color=colours)
     names = [str(x) for x in (labels if labels is not None else range(len(probs)))]
     ax.set_xticks(np.arange(len(probs)), names, fontsize=7)
     ax.set(xlabel="next token", ylabel="probability", ylim=(0, 1.02))
     ax.set_title(_next_token_title(probs, temperature, top_k))
-    if not new_figure:
-        return fig
-
-    def update(logits=logits, temperature=1.0, top_k=None, labels=labels, target=target, ax=None, figsize=figsize):
-        if ax is not None or logits is not fixed[0] or labels is not fixed[1] or target != fixed[2]:
-            return False
-        new = _np(next_token_probs(logits, temperature, top_k))
-        for rect, height in zip(bars.patches, new, strict=True):
-            rect.set_height(height)
-        fig.axes[0].set_title(_next_token_title(new, temperature, top_k))
-        return True
-
-    fixed = (logits, labels, target)
-    return _updatable(fig, plot_next_token, update)
+    return fig
 
 
 def _next_token_title(probs: np.ndarray, temperature: float, top_k: int | None) -> str:

@@ -15,7 +15,6 @@ from matplotlib.figure import Figure
 from ._validate import require_int
 from .efficient import _key_blocks, _require_causal_sizes, block_counts
 from .efficient_cost import io_cost
-from .plotting import _updatable
 
 __all__ = ["plot_peak_memory", "plot_tiles", "plot_io_cost"]
 
@@ -118,8 +117,7 @@ def plot_io_cost(
     require_int(num_tokens, "num_tokens")
     require_int(block_size, "block_size")
     here = io_cost(num_tokens, d, block_size, fast_memory=fast_memory_kb * 1024)
-    new_figure = axes is None
-    if new_figure:
+    if axes is None:
         _, axes = plt.subplots(1, 2, figsize=figsize, dpi=90, layout="constrained", width_ratios=(1.3, 1))
     left, right = axes
     sizes = [2**k for k in range(8, 16)]  # 256 .. 32768
@@ -127,7 +125,7 @@ def plot_io_cost(
     left.plot(sizes, naive, marker="o", color="C3", label="materialised")
     left.plot(sizes, _tiled_curve(sizes, d, block_size), marker="s", color="C0", label=f"tiled, b = {block_size}")
     left.plot([num_tokens] * 2, [here["naive_bytes"] / _MB, here["tiled_bytes"] / _MB], "k:", linewidth=1)
-    # Fixed ticks and limits: the same decorations for every N and b, so that a slider reuses one layout.
+    # Fixed ticks and limits: the same axes for every N and b, so that two pictures compare at a glance.
     left.set_xscale("log", base=2)
     left.set_yscale("log")
     left.set_xticks(sizes, [f"{n // 1024}k" if n >= 1024 else str(n) for n in sizes])
@@ -147,34 +145,7 @@ def plot_io_cost(
     title, colour = _fit_title(here, fast_memory_kb)
     right.set_title(title, fontsize=10, color=colour)
     fig = left.figure
-    if not new_figure:
-        return fig
-    fixed = (d, fast_memory_kb, tuple(figsize))
-
-    def update(num_tokens=4096, block_size=64, d=d, fast_memory_kb=fast_memory_kb, axes=None, figsize=figsize):
-        if axes is not None or (d, fast_memory_kb, tuple(figsize)) != fixed:
-            return False
-        require_int(num_tokens, "num_tokens")
-        require_int(block_size, "block_size")
-        here = io_cost(num_tokens, d, block_size, fast_memory=fast_memory_kb * 1024)
-        values = [here["naive_intensity"], here["tiled_intensity"]]
-        if max(values) * 1.2 > 150.0:
-            return False  # another y range: draw a new figure
-        tiled_line, marker = left.lines[1], left.lines[2]
-        tiled_line.set_ydata(_tiled_curve(sizes, d, block_size))
-        tiled_line.set_label(f"tiled, b = {block_size}")
-        left.get_legend().get_texts()[1].set_text(f"tiled, b = {block_size}")
-        marker.set_data([num_tokens] * 2, [here["naive_bytes"] / _MB, here["tiled_bytes"] / _MB])
-        left.set_title(_bytes_title(num_tokens, here), fontsize=10)
-        for bar, text, value in zip(right.patches, right.texts, values, strict=True):
-            bar.set_height(value)
-            text.set_y(value)
-            text.set_text(f"{value:.1f}")
-        title, colour = _fit_title(here, fast_memory_kb)
-        right.set_title(title, fontsize=10, color=colour)
-        return True
-
-    return _updatable(fig, plot_io_cost, update)
+    return fig
 
 
 def _tiled_curve(sizes, d: int, block_size: int) -> list[float]:

@@ -15,7 +15,6 @@ from matplotlib.figure import Figure
 from ._validate import require_float, require_int, require_rank
 from .data import noisy_samples, true_function
 from .kernels import lagrange_basis, nadaraya_watson
-from .plotting import _updatable
 
 __all__ = ["plot_lagrange_basis", "plot_weight_comparison", "plot_noisy_fit"]
 
@@ -76,9 +75,7 @@ def plot_weight_comparison(
         bandwidth: the Gaussian kernel's ``h``.
         axes: three axes (curves, Lagrange weights, Gaussian weights), or None.
     """
-    data = (nodes, values)
-    new_figure = axes is None
-    if new_figure:
+    if axes is None:
         fig = plt.figure(figsize=figsize, layout="constrained")
         mosaic = fig.subplot_mosaic([["curves", "lagrange"], ["curves", "gauss"]], width_ratios=(1.2, 1))
         axes = (mosaic["curves"], mosaic["lagrange"], mosaic["gauss"])
@@ -109,42 +106,7 @@ def plot_weight_comparison(
         ax.set_xticks(idx, [f"{float(v):.1f}" for v in nodes])
     bottom.set_xlabel("data point $x_i$")
     fig = left.figure
-    if not new_figure:
-        return fig
-
-    def update(query, nodes, values, bandwidth=0.5, axes=None, figsize=figsize) -> bool:
-        same_data = nodes is data[0] and values is data[1]
-        if axes is not None or not same_data or tuple(figsize) != tuple(fig.get_size_inches()):
-            return False
-        w_lag, w_nw, nw_curve, f_lag, f_nw = _weight_estimates(query, nodes, values, bandwidth, x)
-        lag_line, nw_line, vline, lag_star, nw_star = left.lines
-        nw_line.set_ydata(_np(nw_curve))
-        vline.set_xdata([query, query])
-        lag_star.set_data([query], [f_lag])
-        nw_star.set_data([query], [f_nw])
-        for line, text, label in zip(
-            (lag_line, nw_line),
-            left.get_legend().get_texts(),
-            (_lagrange_label(query, f_lag), _nw_label(query, f_nw, bandwidth)),
-            strict=False,
-        ):
-            line.set_label(label)
-            text.set_text(label)
-        for text in list(left.texts):  # the arrows to estimates off the chart, if any
-            text.remove()
-        _point_off_chart(left, query, f_lag, f_nw)
-        left.set_title(_comparison_title(query), fontsize=10)
-        for ax, w, name in ((top, w_lag, "Lagrange"), (bottom, w_nw, "Gaussian")):
-            for rect, height in zip(ax.containers[0].patches, _np(w), strict=True):
-                rect.set_height(height)
-            ax.set_title(_weights_title(name, w), fontsize=9)
-        inside = float(nodes.min()) <= query <= float(nodes.max())  # then the curves' x range holds the query line
-        for ax in (top, bottom) if inside else (left, top, bottom):
-            ax.relim()
-            ax.autoscale_view()
-        return True
-
-    return _updatable(fig, plot_weight_comparison, update)
+    return fig
 
 
 def _weight_estimates(query: float, nodes, values, bandwidth: float, x):
@@ -195,8 +157,7 @@ def plot_noisy_fit(
     n_nodes: int = 10, noise: float = 0.3, bandwidth: float = 0.4, seed: int = 0, ax=None, figsize=(6.5, 3.6)
 ) -> Figure:
     """Lagrange and Nadaraya-Watson through noisy samples of ``true_function`` on [0, 5]."""
-    new_figure = ax is None
-    if new_figure:
+    if ax is None:
         _, ax = plt.subplots(figsize=figsize, layout="constrained")
     x = torch.linspace(0.0, 5.0, 801, dtype=torch.float64)
     truth = true_function(x)
@@ -204,36 +165,14 @@ def plot_noisy_fit(
     ax.plot(_np(x), _np(truth), "--", color="0.3", linewidth=1.2, label="truth")
     ax.plot(_np(x), _np(lag), color="C2", label=labels[0])
     ax.plot(_np(x), _np(nw), color="C0", label=labels[1])
-    points = ax.scatter(_np(x_nodes), _np(y_nodes), color="C1", s=18, zorder=3, label=labels[2])
+    ax.scatter(_np(x_nodes), _np(y_nodes), color="C1", s=18, zorder=3, label=labels[2])
     ax.set_ylim(-2.0, 6.0)
     ax.set_xlabel("x")
     ax.set_ylabel("y")
     ax.set_title(_noisy_title(noise), fontsize=10)
     ax.legend(fontsize=7, loc="lower left")
     fig = ax.figure
-    if not new_figure:
-        return fig
-
-    def update(n_nodes=10, noise=0.3, bandwidth=0.4, seed=seed, ax=None, figsize=figsize) -> bool:
-        if ax is not None or tuple(figsize) != tuple(fig.get_size_inches()):
-            return False
-        x_nodes, y_nodes, lag, nw, labels = _noisy_fit(n_nodes, noise, bandwidth, seed, x, truth)
-        _, lag_line, nw_line = plot_ax.lines
-        lag_line.set_ydata(_np(lag))
-        nw_line.set_ydata(_np(nw))
-        points.set_offsets(np.column_stack([_np(x_nodes), _np(y_nodes)]))
-        for artist, text, label in zip(
-            (lag_line, nw_line, points), plot_ax.get_legend().get_texts()[1:], labels, strict=True
-        ):
-            artist.set_label(label)
-            text.set_text(label)
-        plot_ax.set_title(_noisy_title(noise), fontsize=10)
-        plot_ax.relim()
-        plot_ax.autoscale_view()
-        return True
-
-    plot_ax = ax  # update's own ``ax`` argument is the caller's, None for a slider
-    return _updatable(fig, plot_noisy_fit, update)
+    return fig
 
 
 def _noisy_fit(n_nodes: int, noise: float, bandwidth: float, seed: int, x, truth):

@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 
 from ._validate import require_choice, require_int
 from .multihead import MultiHeadAttention
-from .plotting import _updatable, show_heatmaps
+from .plotting import show_heatmaps
 from .positional import frequencies, positional_encoding, rotation_matrix
 from .tasks import EOS, Batch, labels, to_text
 
@@ -131,8 +131,7 @@ def plot_rotation(
     """
     _check_rotation_args(delta, freq_index, num_steps, num_hiddens)
     encoding = positional_encoding(num_steps, num_hiddens, dtype=torch.float64)
-    new_figure = axes is None
-    if new_figure:
+    if axes is None:
         _, axes = plt.subplots(1, 2, figsize=figsize, layout="constrained", width_ratios=(1.6, 1))
     left, right = axes
     positions = torch.arange(num_steps)
@@ -151,18 +150,7 @@ def plot_rotation(
     right.set_ylabel("sin(i w)")
     _draw_rotation(left, right, encoding, delta, freq_index)
     fig = left.figure
-    if not new_figure:
-        return fig
-
-    def update(delta=3, freq_index=1, num_steps=num_steps, num_hiddens=num_hiddens, axes=None, figsize=figsize):
-        same = (num_steps, num_hiddens, tuple(figsize)) == (*encoding.shape, tuple(fig.get_size_inches()))
-        if axes is not None or not same:
-            return False
-        _check_rotation_args(delta, freq_index, num_steps, num_hiddens)
-        _draw_rotation(left, right, encoding, delta, freq_index)
-        return True
-
-    return _updatable(fig, plot_rotation, update)
+    return fig
 
 
 ATTENTION_KINDS = {
@@ -206,7 +194,7 @@ def plot_transformer_attention(
     else:
         w, xl, yl = w[:, :, :out_len, :src_len], src_labels, dec_labels
     titles = [f"layer {layer}, head {head}" for layer in range(num_layers) for head in range(num_heads)]
-    if figsize is None:  # about 0.2 inch per cell: compact enough to redraw fast from a slider
+    if figsize is None:  # about 0.2 inch per cell
         figsize = (num_heads * (0.2 * w.shape[-1] + 0.9) + 1.3, num_layers * (0.2 * w.shape[-2] + 1.0) + 0.6)
     return show_heatmaps(
         w,

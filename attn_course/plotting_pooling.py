@@ -15,7 +15,7 @@ from matplotlib.colors import PowerNorm
 from matplotlib.figure import Figure
 
 from .kernels import KERNELS, nadaraya_watson
-from .plotting import _new_axes, _np, _updatable
+from .plotting import _new_axes, _np
 
 __all__ = ["plot_regression", "plot_kernels", "plot_query_weights", "plot_nw_fit"]
 
@@ -80,12 +80,10 @@ def plot_query_weights(
         kernel, bandwidth: as in ``nadaraya_watson``.
         axes: two axes (top: data, bottom: weights) sharing x, or None.
     """
-    data = (keys, values)
     keys, values = torch.as_tensor(keys), torch.as_tensor(values)
     pred, weights = _query_weights(query, keys, values, kernel, bandwidth)
     keys_np = _np(keys)
-    new_figure = axes is None
-    if new_figure:
+    if axes is None:
         fig, axes = plt.subplots(2, 1, figsize=figsize, sharex=True, height_ratios=(2, 1), layout="constrained")
     top, bottom = axes
     points = top.scatter(
@@ -112,38 +110,14 @@ def plot_query_weights(
     top.set_ylabel("value y_i")
     top.legend(fontsize=8, loc="best")
     top.figure.colorbar(points, ax=list(axes), label="weight", shrink=0.9)  # one bar keeps both x axes aligned
-    bottom.bar(keys_np, weights, width=0.06, color="C3")
+    bottom.vlines(keys_np, 0.0, weights, color="C3", linewidth=2.5)  # one thin bar per key, at the key's x
+    bottom.set_ylim(bottom=0.0)
     bottom.axvline(query, color="C0", linewidth=1)
     bottom.set_xlabel("key x_i")
     bottom.set_ylabel("attention weight")
     top.set_title(_query_title(query, kernel, bandwidth), fontsize=10)
     fig = top.figure
-    if not new_figure:
-        return fig
-
-    def update(query, keys, values, kernel="gaussian", bandwidth=1.0, axes=None, figsize=figsize) -> bool:
-        same_data = keys is data[0] and values is data[1]
-        if axes is not None or not same_data or tuple(figsize) != tuple(fig.get_size_inches()):
-            return False
-        pred, weights = _query_weights(query, torch.as_tensor(keys), torch.as_tensor(values), kernel, bandwidth)
-        points.set_array(weights)
-        points.set_clim(0, max(float(weights.max()), 1e-12))  # the colour bar follows
-        top_line, star = top.lines
-        top_line.set_xdata([query, query])
-        star.set_data([query], [pred])
-        star.set_label(_prediction_label(query, pred))
-        top.get_legend().get_texts()[0].set_text(star.get_label())
-        for rect, height in zip(bottom.containers[0].patches, weights, strict=True):
-            rect.set_height(height)
-        bottom.lines[0].set_xdata([query, query])
-        top.set_title(_query_title(query, kernel, bandwidth), fontsize=10)
-        for ax in axes_pair:
-            ax.relim()
-            ax.autoscale_view()
-        return True
-
-    axes_pair = (top, bottom)
-    return _updatable(fig, plot_query_weights, update)
+    return fig
 
 
 def _query_weights(query: float, keys, values, kernel, bandwidth) -> tuple[float, np.ndarray]:
@@ -191,13 +165,11 @@ def plot_nw_fit(
         kernel, bandwidth: as in ``nadaraya_watson``.
         axes: two axes (fit, heatmap), or None for a new figure.
     """
-    data = (x_train, y_train, x_test, y_true)
     x_train, y_train, x_test = (torch.as_tensor(t) for t in (x_train, y_train, x_test))
     order = torch.argsort(x_train)
     keys, values = x_train[order], y_train[order]
     y_pred, weights = nadaraya_watson(x_test, keys, values, kernel, bandwidth)
-    new_figure = axes is None
-    if new_figure:
+    if axes is None:
         fig, axes = plt.subplots(1, 2, figsize=figsize, layout="constrained", width_ratios=(1.25, 1))
     fig = axes[0].figure
     plot_regression(
@@ -218,20 +190,4 @@ def plot_nw_fit(
     axes[1].set_ylabel("test input x (query)")
     axes[1].set_title("Attention weights (keys at their real x)", fontsize=10)
     fig.colorbar(image, ax=axes[1], label="weight")
-    if not new_figure:
-        return fig
-    left, prediction = axes[0], axes[0].lines[-1]  # plot_regression draws the prediction after the truth
-
-    def update(x_train, y_train, x_test, y_true=None, kernel="gaussian", bandwidth=1.0, axes=None, figsize=figsize):
-        same_data = all(a is b for a, b in zip((x_train, y_train, x_test, y_true), data, strict=True))
-        if axes is not None or not same_data or tuple(figsize) != tuple(fig.get_size_inches()):
-            return False
-        y_pred, weights = nadaraya_watson(torch.as_tensor(x_test), keys, values, kernel, bandwidth)
-        prediction.set_ydata(_np(y_pred))
-        image.set_array(_np(weights))
-        left.set_title(_kernel_label(kernel, bandwidth), fontsize=10)
-        left.relim()  # the prediction may leave the old y range
-        left.autoscale_view()
-        return True
-
-    return _updatable(fig, plot_nw_fit, update)
+    return fig

@@ -1,7 +1,6 @@
 """The figures of notebook 11: RoPE's angles and scores, ALiBi's bias, and the extrapolation experiment.
 
 Each helper draws on a new figure unless given axes, returns the ``Figure``, and never calls ``plt.show()``.
-The three slider figures redraw in place (``plotting._updatable``) when only the slider's value changes.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from ._validate import require_float, require_int, require_rank
-from .plotting import _draw_matrix, _np, _thin_ticks, _updatable, _update_matrix
+from .plotting import _draw_matrix, _np, _thin_ticks
 from .positional import frequencies, positional_encoding
 from .rotary import alibi_bias, apply_rope
 
@@ -46,8 +45,7 @@ def plot_rope_angles(
     require_int(position, "position", 0, max_position)
     omega = _np(frequencies(num_hiddens, base))[: num_hiddens // 2]  # (D/2,)
     colours = _pair_colours(len(omega))
-    new_figure = axes is None
-    if new_figure:
+    if axes is None:
         _, axes = plt.subplots(1, 2, figsize=(10.5, 3.8), layout="constrained", width_ratios=(1, 1.9))
     left, right = axes
     circle = np.linspace(0, TWO_PI, 200)
@@ -82,18 +80,7 @@ def plot_rope_angles(
 
     draw(position)
     fig = left.figure
-    if not new_figure:
-        return fig
-
-    def update(position=10, num_hiddens=num_hiddens, base=base, max_position=max_position, axes=None):
-        if axes is not None or (num_hiddens, base, max_position) != (fig_num_hiddens, fig_base, fig_max):
-            return False
-        require_int(position, "position", 0, max_position)
-        draw(position)
-        return True
-
-    fig_num_hiddens, fig_base, fig_max = num_hiddens, base, max_position
-    return _updatable(fig, plot_rope_angles, update)
+    return fig
 
 
 def _check_pair(q, k) -> int:
@@ -126,8 +113,7 @@ def plot_rope_scores(q: torch.Tensor, k: torch.Tensor, offset: int = 3, num_posi
     P = positional_encoding(num_positions, d, dtype=torch.float64)  # (T, D)
     additive = _np((q.double() + P) @ (k.double() + P).T)  # (T, T)
     by_offset = np.array([rope[o, 0] for o in range(num_positions)])  # depends on the offset only
-    new_figure = axes is None
-    if new_figure:
+    if axes is None:
         _, axes = plt.subplots(1, 2, figsize=(11, 3.6), layout="constrained")
     left, right = axes
     left.plot(positions, by_offset, ".-", color="C0")
@@ -145,7 +131,7 @@ def plot_rope_scores(q: torch.Tensor, k: torch.Tensor, offset: int = 3, num_posi
     right.set_ylabel("score")
     right.legend(fontsize=8, loc="upper left", ncols=2)
     for ax in (left, right):
-        ax.yaxis.set_major_locator(MaxNLocator(5))  # few tick labels: each costs redraw time
+        ax.yaxis.set_major_locator(MaxNLocator(5))  # a few tick labels
 
     def draw(o: int) -> None:
         j = np.arange(num_positions - o)
@@ -156,18 +142,7 @@ def plot_rope_scores(q: torch.Tensor, k: torch.Tensor, offset: int = 3, num_posi
 
     draw(offset)
     fig = left.figure
-    if not new_figure:
-        return fig
-
-    def update(q=q, k=k, offset=3, num_positions=num_positions, axes=None):
-        if axes is not None or q is not fig_q or k is not fig_k or num_positions != rope.shape[0]:
-            return False
-        require_int(offset, "offset", 0, num_positions - 1)
-        draw(offset)
-        return True
-
-    fig_q, fig_k = q, k
-    return _updatable(fig, plot_rope_scores, update)
+    return fig
 
 
 def plot_alibi(head: int = 1, num_heads: int = 8, length: int = 16, axes=None) -> Figure:
@@ -185,13 +160,12 @@ def plot_alibi(head: int = 1, num_heads: int = 8, length: int = 16, axes=None) -
     require_int(length, "length", 2)
     bias = _np(alibi_bias(num_heads, length, length))  # (H, T, T)
     vmin = float(bias.min())
-    new_figure = axes is None
-    if new_figure:
+    if axes is None:
         _, axes = plt.subplots(1, 2, figsize=(10.5, 4), layout="constrained", width_ratios=(1, 1.2))
     left, right = axes
     mesh = _draw_matrix(left, bias[head - 1], vmin, 0.0, "Blues_r", annotate=False)
     colorbar = left.figure.colorbar(mesh, ax=left, label="bias added to the score")
-    colorbar.locator = MaxNLocator(4)  # few tick labels: each costs a redraw time
+    colorbar.locator = MaxNLocator(4)  # a few tick labels
     _thin_ticks(left, "x", None, length, max_ticks=5)
     _thin_ticks(left, "y", None, length, max_ticks=5)
     left.set_xlabel("key position j (above the diagonal: masked)")
@@ -206,27 +180,13 @@ def plot_alibi(head: int = 1, num_heads: int = 8, length: int = 16, axes=None) -
     right.set_title("Every head: a line of slope -m_h", fontsize=10)
     right.set_xlim(0, length + 1.5)  # room for the labels at the lines' ends
 
-    def draw(h: int) -> None:
-        _update_matrix(left, bias[h - 1], vmin, 0.0)
-        slope = 2 ** (-8 * h / num_heads)
-        left.set_title(f"Head {h} of {num_heads}: slope m = 2^(-8*{h}/{num_heads}) = {slope:.3g}", fontsize=10)
-        for i, line in enumerate(lines):
-            line.set_linewidth(3 if i == h - 1 else 1)
-            line.set_alpha(1.0 if i == h - 1 else 0.5)
-
-    draw(head)
+    slope = 2 ** (-8 * head / num_heads)
+    left.set_title(f"Head {head} of {num_heads}: slope m = 2^(-8*{head}/{num_heads}) = {slope:.3g}", fontsize=10)
+    for h, line in enumerate(lines, start=1):
+        line.set_linewidth(3 if h == head else 1)
+        line.set_alpha(1.0 if h == head else 0.5)
     fig = left.figure
-    if not new_figure:
-        return fig
-
-    def update(head=1, num_heads=num_heads, length=length, axes=None):
-        if axes is not None or (num_heads, length) != bias.shape[:2]:
-            return False
-        require_int(head, "head", 1, num_heads)
-        draw(head)
-        return True
-
-    return _updatable(fig, plot_alibi, update)
+    return fig
 
 
 def plot_extrapolation(

@@ -13,7 +13,6 @@ import torch
 from matplotlib.figure import Figure
 
 from ._validate import require_int
-from .plotting import _updatable
 from .scaling import _check_temperature, _softmax_entropy, mean_entropy
 
 __all__ = ["plot_saturation"]
@@ -34,8 +33,7 @@ def plot_saturation(
     require_int(d, "d")
     require_int(num_keys, "num_keys", 2)
     _check_temperature(temperature)  # every argument checked before a figure is opened
-    new_figure = axes is None
-    if new_figure:
+    if axes is None:
         _, axes = plt.subplots(1, 2, figsize=figsize, layout="constrained", width_ratios=(1, 1.1))
     left, right = axes
     idx = np.arange(num_keys)
@@ -61,33 +59,7 @@ def plot_saturation(
     right.set_title("Unscaled scores saturate the softmax as D grows", fontsize=10)
     right.legend(fontsize=7, loc="lower left")
     fig = left.figure
-    if not new_figure:
-        return fig
-    fixed = (num_keys, seed, tuple(figsize))
-
-    def update(d=64, temperature=1.0, num_keys=num_keys, seed=seed, axes=None, figsize=figsize) -> bool:
-        if axes is not None or (num_keys, seed, tuple(figsize)) != fixed:
-            return False
-        require_int(d, "d")
-        _check_temperature(temperature)
-        bars = _one_query_weights(d, temperature, num_keys, seed)
-        for container, text, (w, label) in zip(left.containers, left.get_legend().get_texts(), bars, strict=True):
-            for rect, height in zip(container.patches, w, strict=True):
-                rect.set_height(height)
-            container.set_label(label)
-            text.set_text(label)
-        left.set_title(_saturation_title(d, temperature, num_keys), fontsize=10)
-        curves = right.lines[:4]  # unscaled curve and its marker, scaled curve and its marker
-        for (_, entropies, here), curve, marker in zip(
-            _entropy_curves(d, temperature, num_keys, seed), curves[::2], curves[1::2], strict=True
-        ):
-            curve.set_ydata(entropies)
-            marker.set_data([d], [here])
-        right.relim()
-        right.autoscale_view()
-        return True
-
-    return _updatable(fig, plot_saturation, update)
+    return fig
 
 
 def _saturation_title(d: int, temperature: float, num_keys: int) -> str:

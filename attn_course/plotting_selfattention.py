@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from ._validate import require_int, require_number
 from .data import three_token_example
-from .plotting import _draw_matrix, _updatable, _update_matrix
+from .plotting import _draw_matrix
 from .selfattention import SelfAttentionSteps, self_attention_steps
 
 __all__ = ["show_matrix", "plot_self_attention_steps", "plot_worked_example"]
@@ -145,26 +145,12 @@ def plot_self_attention_steps(
         )
         key_axis = title.startswith(("scores", "weights:"))  # columns are keys (rows are queries)
         ax.set_xlabel("key" if key_axis else "", fontsize=8)
-        # fixed places spare measuring every tick label on each draw (a tenth of a draw)
-        ax.xaxis.set_label_coords(0.5, -0.13 if key_axis else 0.5)
-        ax.yaxis.set_label_coords(0.5, 0.5)
     fig.suptitle(_suptitle(scale), fontsize=11)
     return fig
 
 
 def _suptitle(scale: bool) -> str:
     return ("Scaled" if scale else "Unscaled") + " self-attention, step by step (one colour scale; weights: their own)"
-
-
-def _redraw_steps(fig: Figure, axes, inputs, w_query, w_key, w_value, scale: bool, token: int) -> None:
-    """Redraw the panels of a ``plot_self_attention_steps`` figure in place for new inputs of the same shapes."""
-    steps = self_attention_steps(inputs, w_query, w_key, w_value, scale)
-    names = [f"x{i}" for i in range(inputs.shape[0])]
-    panels = _step_panels(inputs, steps, scale, token, names)
-    for ax, (matrix, title, _, fmt), (low, high) in zip(axes, panels, _shared_ranges(panels), strict=True):
-        _update_matrix(ax, _numpy(matrix), low, high, fmt)
-        ax.set_title(title, fontsize=9)
-    fig.suptitle(_suptitle(scale), fontsize=11)
 
 
 def plot_worked_example(
@@ -176,15 +162,4 @@ def plot_worked_example(
     inputs = example.inputs.clone()
     inputs[0] = torch.tensor([x11, x12, x13, x14], dtype=torch.float64)
     fig = plot_self_attention_steps(inputs, example.w_query, example.w_key, example.w_value, scale=scale, axes=axes)
-    if axes is not None:
-        return fig
-    panels = list(fig.axes)
-
-    def update(x11=1.0, x12=0.0, x13=1.0, x14=0.0, scale=False, axes=None) -> bool:
-        if axes is not None:
-            return False
-        inputs[0] = torch.tensor([x11, x12, x13, x14], dtype=torch.float64)
-        _redraw_steps(fig, panels, inputs, example.w_query, example.w_key, example.w_value, scale, 0)
-        return True
-
-    return _updatable(fig, plot_worked_example, update)
+    return fig

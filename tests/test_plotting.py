@@ -303,8 +303,9 @@ def test_plot_query_weights_draws_points_bars_and_prediction():
     assert len(_colorbars(fig)) == 1
     assert top.get_ylabel() and bottom.get_xlabel() and bottom.get_ylabel()
     assert "boxcar" in top.get_title() and "1.2" in top.get_title()
-    np.testing.assert_allclose([bar.get_height() for bar in bottom.patches], [1 / 3, 1 / 3, 1 / 3, 0.0], rtol=1e-6)
-    np.testing.assert_allclose([bar.get_x() + bar.get_width() / 2 for bar in bottom.patches], keys.numpy())
+    bars = bottom.collections[0].get_segments()  # one vertical segment per key: (x, 0) to (x, weight)
+    np.testing.assert_allclose([bar[1, 1] - bar[0, 1] for bar in bars], [1 / 3, 1 / 3, 1 / 3, 0.0], rtol=1e-6)
+    np.testing.assert_allclose([bar[:, 0] for bar in bars], np.stack([keys.numpy()] * 2, axis=1))
     star = [line for line in top.get_lines() if line.get_marker() == "*"][0]
     assert star.get_xdata()[0] == pytest.approx(1.0) and star.get_ydata()[0] == pytest.approx(2.0)
     np.testing.assert_allclose(top.collections[0].get_array(), [1 / 3, 1 / 3, 1 / 3, 0.0], rtol=1e-6)
@@ -315,7 +316,7 @@ def test_plot_query_weights_gaussian_matches_nadaraya_watson(call_unmodified):
     fig = call_unmodified(plot_query_weights, 2.0, d.x_train, d.y_train, "gaussian", 0.5)
     _, bottom = _panels(fig)
     pred, weights = nadaraya_watson(torch.tensor([2.0], dtype=torch.float64), d.x_train, d.y_train, "gaussian", 0.5)
-    np.testing.assert_allclose([bar.get_height() for bar in bottom.patches], weights[0].numpy())
+    np.testing.assert_allclose([bar[1, 1] for bar in bottom.collections[0].get_segments()], weights[0].numpy())
 
 
 def test_plot_query_weights_mismatched_lengths():

@@ -101,12 +101,8 @@ def test_time_per_token_gives_one_positive_time_per_length_and_restores_the_mode
         time_per_token(model, [0], use_cache=True)
 
 
-def test_plot_next_token_redraws_in_place_for_a_slider():
+def test_plot_next_token_at_temperature_0_puts_all_the_probability_on_the_largest_logit():
     logits = torch.tensor([2.0, 1.0, 0.0, -1.0])
-    fig = plot_next_token(logits, temperature=1.0)
-    plot_fn, update = fig._attn_course_update
-    assert plot_fn is plot_next_token
-    assert update(logits=logits, temperature=0.0, top_k=None)
+    fig = plot_next_token(logits, temperature=0.0)
     assert [bar.get_height() for bar in fig.axes[0].patches] == [1.0, 0.0, 0.0, 0.0]
     assert fig.axes[0].get_title().startswith("temperature 0, all tokens")
-    assert not update(logits=logits.clone(), temperature=1.0)  # other logits: a new figure

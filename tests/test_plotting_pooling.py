@@ -1,7 +1,8 @@
-"""attn_course.plotting_pooling: the constant kernel's titles name no bandwidth (it has none), in a fresh figure
-and after a slider's redraw in place (Agg backend, see conftest)."""
+"""attn_course.plotting_pooling: the constant kernel's titles name no bandwidth (it has none), and the figures draw
+on the axes they are given (Agg backend, see conftest)."""
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pytest
 
 from attn_course import plot_nw_fit, plot_query_weights
@@ -28,20 +29,20 @@ def test_plot_nw_fit_other_kernels_keep_their_bandwidth_in_the_title():
     assert fig.axes[0].get_title() == "boxcar kernel, bandwidth h = 0.7"
 
 
-def test_plot_nw_fit_redraw_in_place_switches_the_title_to_and_from_the_constant_kernel():
+def test_plot_nw_fit_draws_on_the_axes_it_is_given_as_on_a_new_figure():
     kwargs = {"x_train": DATA.x_train, "y_train": DATA.y_train, "x_test": DATA.x_test, "y_true": DATA.y_test}
-    fig = plot_nw_fit(**kwargs, bandwidth=0.5)
-    _, update = fig._attn_course_update
-    assert update(**kwargs, kernel="constant", bandwidth=0.5)
-    assert "h =" not in fig.axes[0].get_title()
-    assert update(**kwargs, kernel="gaussian", bandwidth=0.9)
-    assert fig.axes[0].get_title() == "gaussian kernel, bandwidth h = 0.9"
+    fresh = plot_nw_fit(**kwargs, kernel="constant", bandwidth=0.5)
+    fig, axes = plt.subplots(1, 2)
+    assert plot_nw_fit(**kwargs, kernel="constant", bandwidth=0.5, axes=axes) is fig
+    assert [ax.get_title() for ax in axes] == [ax.get_title() for ax in fresh.axes[:2]]
+    assert "h =" not in axes[0].get_title()
+    np.testing.assert_allclose(axes[0].lines[-1].get_ydata(), fresh.axes[0].lines[-1].get_ydata())
+    np.testing.assert_allclose(axes[1].collections[0].get_array(), fresh.axes[1].collections[0].get_array())
 
 
 def test_plot_query_weights_constant_kernel_title_names_no_bandwidth():
     fig = plot_query_weights(2.0, DATA.x_train, DATA.y_train, kernel="constant", bandwidth=0.4)
     title = fig.axes[0].get_title()
     assert "constant kernel, no h" in title and "h = 0.4" not in title
-    _, update = fig._attn_course_update
-    assert update(2.0, DATA.x_train, DATA.y_train, kernel="epanechnikov", bandwidth=0.4)
-    assert "(epanechnikov, h = 0.4)" in fig.axes[0].get_title()
+    other = plot_query_weights(2.0, DATA.x_train, DATA.y_train, kernel="epanechnikov", bandwidth=0.4)
+    assert "(epanechnikov, h = 0.4)" in other.axes[0].get_title()

@@ -39,16 +39,13 @@ def test_plot_rope_angles_draws_each_pair_at_its_angle():
     assert "p = 5" in left.get_title()
 
 
-def test_plot_rope_angles_redraws_in_place_like_a_new_figure():
-    fig = plot_rope_angles(position=3, num_hiddens=8)
-    plot_fn, update = fig._attn_course_update
-    assert plot_fn is plot_rope_angles
-    assert update(position=20, num_hiddens=8) is True
+def test_plot_rope_angles_draws_on_the_axes_it_is_given_as_on_a_new_figure():
+    fig, axes = plt.subplots(1, 2)
+    assert plot_rope_angles(position=20, num_hiddens=8, axes=axes) is fig
     fresh = plot_rope_angles(position=20, num_hiddens=8)
     for a, b in zip(fig.axes[0].lines, fresh.axes[0].lines, strict=True):
         np.testing.assert_allclose(np.asarray(a.get_data()), np.asarray(b.get_data()))
     assert fig.axes[0].get_title() == fresh.axes[0].get_title()
-    assert update(position=3, num_hiddens=16) is False  # another shape: a new figure is needed
 
 
 @pytest.mark.parametrize(
@@ -76,16 +73,14 @@ def test_plot_rope_scores_flat_for_rope_and_moving_for_the_additive_encoding():
     assert dot_x[0] == 4 and dot_y[0] == pytest.approx(rope[0])
 
 
-def test_plot_rope_scores_redraws_in_place_and_keeps_its_inputs():
+def test_plot_rope_scores_draws_on_the_axes_it_is_given_and_keeps_its_inputs():
     q, k = _vectors()
     before = q.clone(), k.clone()
-    fig = plot_rope_scores(q, k, offset=2)
-    _, update = fig._attn_course_update
-    assert update(q=q, k=k, offset=9) is True
+    fig, axes = plt.subplots(1, 2)
+    assert plot_rope_scores(q, k, offset=9, axes=axes) is fig
     fresh = plot_rope_scores(q, k, offset=9)
     for a, b in zip(fig.axes[1].lines, fresh.axes[1].lines, strict=True):
         np.testing.assert_allclose(np.asarray(a.get_data()), np.asarray(b.get_data()))
-    assert update(q=q.clone(), k=k, offset=9) is False  # other data: a new figure
     assert torch.equal(q, before[0]) and torch.equal(k, before[1])
 
 
@@ -117,14 +112,13 @@ def test_plot_alibi_shows_the_chosen_head_and_every_slope():
     assert lines[2].get_linewidth() > lines[0].get_linewidth()
 
 
-def test_plot_alibi_redraws_in_place_like_a_new_figure():
-    fig = plot_alibi(head=1, num_heads=8, length=10)
-    _, update = fig._attn_course_update
-    assert update(head=6, num_heads=8, length=10) is True
+def test_plot_alibi_draws_on_the_axes_it_is_given_as_on_a_new_figure():
+    fig, axes = plt.subplots(1, 2)
+    assert plot_alibi(head=6, num_heads=8, length=10, axes=axes) is fig
     fresh = plot_alibi(head=6, num_heads=8, length=10)
     np.testing.assert_allclose(fig.axes[0].collections[0].get_array(), fresh.axes[0].collections[0].get_array())
-    assert fig.axes[0].get_title() == fresh.axes[0].get_title()
-    assert update(head=1, num_heads=8, length=12) is False
+    assert fig.axes[0].get_title() == fresh.axes[0].get_title() == "Head 6 of 8: slope m = 2^(-8*6/8) = 0.0156"
+    assert [line.get_linewidth() for line in axes[1].lines] == [1, 1, 1, 1, 1, 3, 1, 1]
 
 
 @pytest.mark.parametrize(

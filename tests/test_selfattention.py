@@ -397,11 +397,10 @@ def test_multi_panel_helper_draws_on_the_axes_it_is_given(name):
     assert all(ax.has_data() for ax in axes.flat)
 
 
-def test_plot_worked_example_redraw_keeps_one_shared_colour_scale_and_the_key_axis():
-    """A slider's in-place redraw gives the colour scales and labels of a figure drawn afresh."""
-    fig = plot_worked_example()
-    _, update = fig._attn_course_update
-    assert update(x11=-2.0, x12=0.0, x13=1.0, x14=0.0, scale=True)
+def test_plot_worked_example_on_given_axes_keeps_one_shared_colour_scale_and_the_key_axis():
+    """Drawn on the axes it is given, the figure has the colour scales and labels of a figure drawn afresh."""
+    fig, axes = plt.subplots(2, 4)
+    assert plot_worked_example(-2.0, 0.0, 1.0, 0.0, scale=True, axes=axes) is fig
     fresh = plot_worked_example(-2.0, 0.0, 1.0, 0.0, scale=True)
     for redrawn, drawn in zip(fig.axes, fresh.axes, strict=True):
         assert redrawn.collections[0].get_clim() == drawn.collections[0].get_clim()

@@ -1,13 +1,15 @@
 """attn_course.widgets: slider_panel (no browser needed: the widgets run in plain Python)."""
 
+import gc
+import inspect
 import io
-from collections import OrderedDict
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from PIL import Image
 
 from attn_course import (
@@ -22,7 +24,6 @@ from attn_course import (
     slider_panel,
 )
 from attn_course.data import lagrange_points, toy_regression
-from attn_course.widgets import _figure_png as figure_png
 
 
 class RecordingPlot:
@@ -191,7 +192,7 @@ def test_slider_panel_shows_whole_descriptions():
     assert slider.style.description_width == "initial"
 
 
-# ---- the panel's own drawing: once, straight to PNG; figures redrawn in place ----
+# ---- the panel's own drawing: a new figure on every change, once, straight to PNG ----
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -243,32 +244,21 @@ def test_render_leaves_the_number_of_torch_threads_as_it_was():
     assert seen[-1] == 1 and torch.get_num_threads() == threads
 
 
-def test_figure_png_draws_a_closed_figure():
-    fig = plot_nw_fit([0.0, 1.0, 2.0], [1.0, 0.0, 1.0], [0.5, 1.5], bandwidth=0.7)
-    plt.close(fig)  # pyplot gives a closed figure a bare canvas that cannot draw to pixels
-    png = figure_png(fig)
-    assert png.startswith(PNG_SIGNATURE)
-    assert Image.open(io.BytesIO(png)).size == tuple(int(x) for x in fig.get_size_inches() * fig.dpi)
+def _image(png: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(png)))
 
 
-def test_figure_png_reuses_a_layout_and_redoes_it_when_the_decorations_change():
-    data = toy_regression(n_train=15, step=0.5, seed=2)
-    fixed = {"x_train": data.x_train, "y_train": data.y_train, "x_test": data.x_test}
-    layouts = OrderedDict()
-    first = plot_nw_fit(**fixed, bandwidth=0.5)
-    figure_png(first, layouts)
-    assert len(layouts) == 1
-    second = plot_nw_fit(**fixed, bandwidth=0.8)  # same decorations: the first layout, no layout pass
-    figure_png(second, layouts)
-    assert len(layouts) == 1 and second.get_layout_engine().__class__.__name__ == "PlaceHolderLayoutEngine"
-    assert [ax.get_position().bounds for ax in second.axes] == [ax.get_position().bounds for ax in first.axes]
-    wider = plot_nw_fit(**fixed, y_true=data.y_test * 1000, bandwidth=0.8)  # longer y tick labels: a new layout
-    figure_png(wider, layouts)
-    assert len(layouts) == 2
+def _plain_png(fig) -> bytes:
+    """``fig`` drawn by matplotlib alone: its own layout engine, a new Agg canvas, no cache of any kind."""
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    buffer = io.BytesIO()
+    Image.fromarray(np.asarray(canvas.buffer_rgba())).save(buffer, format="png")
+    return buffer.getvalue()
 
 
-# (plotting function, fixed arguments, the values it is drawn for, the values it is then redrawn for)
-def _updatable_cases():
+# (plotting function, fixed arguments, the values of the first picture, the changes for the next)
+def _slider_cases():
     data = toy_regression()
     nodes, values = lagrange_points()
     regression = {"x_train": data.x_train, "y_train": data.y_train, "x_test": data.x_test, "y_true": data.y_test}
@@ -277,91 +267,86 @@ def _updatable_cases():
         (plot_query_weights, {"keys": data.x_train, "values": data.y_train}, {"query": 2.5}, {"query": 0.0}),
         (plot_query_weights, {"keys": data.x_train, "values": data.y_train}, {"query": 2.5}, {"bandwidth": 10.0}),
         (plot_weight_comparison, {"nodes": nodes, "values": values}, {"query": 6.1}, {"query": 1.3}),
-        (plot_weight_comparison, {"nodes": nodes, "values": values}, {"query": 6.1}, {"bandwidth": 0.03}),
         (plot_weight_comparison, {"nodes": nodes, "values": values}, {"query": 6.1}, {"query": 0.5}),  # off the data
         (plot_noisy_fit, {"seed": 0}, {"n_nodes": 10}, {"n_nodes": 20, "noise": 1.5, "bandwidth": 10.0}),
         (plot_saturation, {"num_keys": 16, "seed": 0}, {"d": 64}, {"d": 1, "temperature": 10.0}),
-        (plot_saturation, {"num_keys": 16, "seed": 0}, {"d": 64}, {"d": 1024, "temperature": 0.1}),
         (plot_worked_example, {}, {"x11": 1.0}, {"x11": -2.0, "x13": 0.5, "scale": True}),
         (plot_masking_demo, {"seed": 0}, {"valid_len_1": 4}, {"valid_len_1": 0, "valid_len_2": 2, "causal": True}),
+        (plot_masking_demo, {"seed": 0}, {"valid_len_2": 6}, {"valid_len_2": 5}),  # "<pad>" in both: wider labels
         (plot_rotation, {"num_hiddens": 16}, {"delta": 3}, {"delta": 20, "freq_index": 7}),
     ]
 
 
-@pytest.mark.parametrize("plot_fn, fixed, before, after", _updatable_cases(), ids=lambda x: getattr(x, "__name__", ""))
-def test_a_figure_redrawn_in_place_is_the_figure_drawn_anew(plot_fn, fixed, before, after):
-    after = {**before, **after}
-    expected = _pixels(plot_fn(**fixed, **after))
-    fig = plot_fn(**fixed, **before)
-    made_by, update = fig._attn_course_update
-    assert made_by is plot_fn
-    assert update(**fixed, **after) is True
-    assert np.array_equal(_pixels(fig), expected)
+def _controls_for(values: dict) -> dict:
+    """One control per argument, with ``values`` as defaults (the kind of control does not matter to render)."""
+    controls = {}
+    for name, value in values.items():
+        if isinstance(value, bool):
+            controls[name] = widgets.Checkbox(value=value)
+        elif isinstance(value, str):
+            controls[name] = widgets.Dropdown(options=[value, "epanechnikov", "gaussian"], value=value)
+        elif isinstance(value, int):
+            controls[name] = widgets.IntSlider(value=value, min=-100, max=10_000)
+        else:
+            controls[name] = widgets.FloatSlider(value=value, min=-100.0, max=100.0)
+    return controls
 
 
-def test_a_figure_is_not_redrawn_in_place_for_other_data_or_given_axes():
-    data = toy_regression(n_train=15, step=0.5, seed=2)
-    fig = plot_nw_fit(data.x_train, data.y_train, data.x_test, bandwidth=0.5)
-    _, update = fig._attn_course_update
-    assert update(data.x_train, data.y_train, data.x_test, bandwidth=0.7) is True
-    assert update(data.x_train.clone(), data.y_train, data.x_test, bandwidth=0.7) is False  # not the same data
-    _, axes = plt.subplots(1, 2)
-    assert update(data.x_train, data.y_train, data.x_test, bandwidth=0.7, axes=axes) is False
-    assert not hasattr(plot_nw_fit(data.x_train, data.y_train, data.x_test, axes=axes), "_attn_course_update")
+@pytest.mark.parametrize("plot_fn, fixed, before, after", _slider_cases(), ids=lambda x: getattr(x, "__name__", ""))
+def test_a_render_after_a_change_is_the_new_figure_pixel_for_pixel(plot_fn, fixed, before, after):
+    """Layouts and rasterised text reused from the first picture change nothing in the second: it is what
+    matplotlib alone draws for the new values, and it differs from the first picture."""
+    defaults = {name: inspect.signature(plot_fn).parameters[name].default for name in after} | before
+    panel = slider_panel(plot_fn, _controls_for(defaults), fixed=fixed)
+    first = panel.render()
+    assert np.array_equal(_image(first[0]), _image(_plain_png(plot_fn(**fixed, **defaults))))
+    second = panel.render(**after)
+    expected = _image(_plain_png(plot_fn(**fixed, **(defaults | after))))
+    got = _image(second[0])
+    assert got.shape == expected.shape and np.array_equal(got, expected)
+    assert not np.array_equal(got, _image(first[0]))
 
 
-def test_a_panel_redraws_its_figure_in_place_and_shows_the_same_picture():
+def test_a_panel_hangs_nothing_on_the_figures_it_draws():
+    plot = RecordingPlot()
+    panel = slider_panel(plot, _controls())
+    panel.render(h=2.0)
+    panel.render(h=0.5)
+    for fig in plot.figures:
+        assert not [name for name in vars(fig) if "attn" in name]
+
+
+def test_a_panel_calls_plot_fn_afresh_on_every_change_and_shows_its_new_data():
     data = toy_regression(n_train=15, step=0.5, seed=2)
     fixed = {"x_train": data.x_train, "y_train": data.y_train, "x_test": data.x_test}
-    panel = slider_panel(plot_nw_fit, {"bandwidth": widgets.FloatSlider(value=0.5, min=0.1, max=2.0)}, fixed=fixed)
-    kept = panel.render(bandwidth=0.9)  # the figure the panel keeps, redrawn in place
-    fresh = figure_png(plot_nw_fit(**fixed, bandwidth=0.9))
-    assert np.array_equal(np.asarray(Image.open(io.BytesIO(kept[0]))), np.asarray(Image.open(io.BytesIO(fresh))))
-
-
-def test_a_wrapper_around_a_course_function_is_called_on_every_change():
-    data = toy_regression(n_train=15, step=0.5, seed=2)
-    calls = []
+    figures = []
 
     def plot(**kwargs):
-        calls.append(kwargs["bandwidth"])
-        return plot_nw_fit(**kwargs)
+        figures.append(plot_nw_fit(**kwargs))
+        return figures[-1]
 
-    panel = slider_panel(
-        plot,
-        {"bandwidth": widgets.FloatSlider(value=0.5)},
-        fixed={"x_train": data.x_train, "y_train": data.y_train, "x_test": data.x_test},
-    )
+    panel = slider_panel(plot, {"bandwidth": widgets.FloatSlider(value=0.5)}, fixed=fixed)
     panel.render(bandwidth=0.7)
     panel.render(bandwidth=0.9)
-    assert calls[-2:] == [0.7, 0.9]
+    assert len({id(fig) for fig in figures}) == len(figures) == 4  # the check, the first picture, two changes
+    assert [fig.axes[0].get_title() for fig in figures[-2:]] == [
+        "gaussian kernel, bandwidth h = 0.7",
+        "gaussian kernel, bandwidth h = 0.9",
+    ]
+    assert not np.allclose(figures[-1].axes[0].lines[-1].get_ydata(), figures[-2].axes[0].lines[-1].get_ydata())
 
 
-def test_a_panel_keeps_a_figure_per_shape_and_goes_back_to_it(monkeypatch):
-    """Equal lengths share the axes of plot_masking_demo (another shape): going back reuses the first figure."""
-    import attn_course.plotting
+def test_render_turns_the_garbage_collector_back_on_even_when_plot_fn_fails():
+    seen = []
 
-    built = []
-    subplots = attn_course.plotting.plt.subplots
-    monkeypatch.setattr(attn_course.plotting.plt, "subplots", lambda *a, **k: built.append(1) or subplots(*a, **k))
-    length = widgets.IntSlider(value=6, min=0, max=6)
-    panel = slider_panel(plot_masking_demo, {"valid_len_1": widgets.IntSlider(value=4), "valid_len_2": length})
-    count = len(built)  # the check of the defaults and the first drawing
-    panel.render(valid_len_2=5)  # same shape: redrawn in place
-    panel.render(valid_len_2=4)  # 4 and 4: shared axes, a new figure
-    panel.render(valid_len_2=3)  # back to the first shape: its figure again
-    assert len(built) == count + 1
-    assert Image.open(io.BytesIO(panel.render(valid_len_2=2)[0])).size == (900, 440)  # 9 x 4.4 inches at 100 dpi
+    def plot(h):
+        seen.append(gc.isenabled())
+        if h > 1.0:
+            raise ValueError("h too large")
+        return RecordingPlot()(h=h)
 
-
-def test_a_figure_redrawn_in_place_is_laid_out_as_a_new_one_when_its_decorations_change():
-    """Its axes go back to where they started before the layout runs again (fixed-aspect axes make the constrained
-    layout depend on where it starts)."""
-    layouts = OrderedDict()
-    fig = plot_masking_demo(valid_len_1=4, valid_len_2=6)
-    figure_png(fig, layouts)
-    assert fig._attn_course_update[1](valid_len_1=4, valid_len_2=5)  # "<pad>" in both: wider tick labels
-    got = figure_png(fig, layouts)
-    expected = figure_png(plot_masking_demo(valid_len_1=4, valid_len_2=5))
-    assert len(layouts) == 2
-    assert np.array_equal(np.asarray(Image.open(io.BytesIO(got))), np.asarray(Image.open(io.BytesIO(expected))))
+    panel = slider_panel(plot, {"h": widgets.FloatSlider(value=1.0)})
+    assert gc.isenabled()
+    with pytest.raises(ValueError, match="h too large"):
+        panel.render(h=2.0)
+    assert seen[-1] is False and gc.isenabled()

@@ -1,0 +1,120 @@
+"""attn_course._render: slider figures drawn to PNG with a panel's layouts and rasterised text kept, pixel for pixel
+what matplotlib alone draws."""
+
+import io
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from PIL import Image
+
+from attn_course import _render, plot_masking_demo, plot_nw_fit, plot_worked_example
+from attn_course.data import toy_regression
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+DATA = toy_regression(n_train=15, step=0.5, seed=2)
+FIXED = {"x_train": DATA.x_train, "y_train": DATA.y_train, "x_test": DATA.x_test}
+
+
+def _image(png: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(png)))
+
+
+def _plain(fig) -> np.ndarray:
+    """``fig`` drawn by matplotlib alone: its own layout engine, a new Agg canvas and renderer."""
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return np.asarray(canvas.buffer_rgba()).copy()
+
+
+def _text_count(drawer: _render.Drawer) -> int:
+    return sum(len(renderer._texts) for renderer in drawer._renderers.values())
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda: plot_nw_fit(**FIXED, bandwidth=0.5),
+        lambda: plot_masking_demo(valid_len_1=4, valid_len_2=6),  # slanted tick labels, a suptitle
+        lambda: plot_worked_example(x11=-2.0, scale=True),  # eight annotated panels
+    ],
+    ids=["nw_fit", "masking_demo", "worked_example"],
+)
+def test_a_figure_drawn_with_cached_text_and_layout_is_what_matplotlib_draws(draw):
+    drawer = _render.Drawer()
+    first = _image(drawer.png(draw()))
+    count = _text_count(drawer)
+    again = draw()
+    second = _image(drawer.png(again))  # every string from the cache, the layout from the first figure
+    assert again.get_layout_engine().__class__.__name__ == "PlaceHolderLayoutEngine"  # no layout pass
+    assert count > 10 and _text_count(drawer) == count  # nothing rasterised a second time
+    expected = _plain(draw())
+    assert first.shape == expected.shape
+    assert np.array_equal(first, expected) and np.array_equal(second, expected)
+
+
+def test_new_strings_are_rasterised_and_shown():
+    drawer = _render.Drawer()
+    before = _image(drawer.png(plot_nw_fit(**FIXED, bandwidth=0.5)))
+    count = _text_count(drawer)
+    fig = plot_nw_fit(**FIXED, bandwidth=1.5)
+    after = _image(drawer.png(fig))
+    assert _text_count(drawer) > count  # "bandwidth h = 1.5" is new
+    assert not np.array_equal(before, after)
+    assert np.array_equal(after, _plain(plot_nw_fit(**FIXED, bandwidth=1.5)))
+
+
+def test_a_layout_is_reused_for_the_same_decorations_and_redone_when_they_change():
+    drawer = _render.Drawer()
+    first = plot_nw_fit(**FIXED, bandwidth=0.5)
+    drawer.png(first)
+    assert len(drawer.layouts) == 1
+    second = plot_nw_fit(**FIXED, bandwidth=0.8)  # same decorations: the first layout, no layout pass
+    drawer.png(second)
+    assert len(drawer.layouts) == 1 and second.get_layout_engine().__class__.__name__ == "PlaceHolderLayoutEngine"
+    assert [ax.get_position().bounds for ax in second.axes] == [ax.get_position().bounds for ax in first.axes]
+    wider = plot_nw_fit(**FIXED, y_true=DATA.y_test * 1000, bandwidth=0.8)  # longer y tick labels: a new layout
+    drawer.png(wider)
+    assert len(drawer.layouts) == 2
+    assert wider.axes[0].get_position().x0 > first.axes[0].get_position().x0
+
+
+def test_the_suptitle_goes_where_the_layout_put_it():
+    drawer = _render.Drawer()
+    drawer.png(plot_masking_demo(valid_len_1=4, valid_len_2=6))
+    fig = plot_masking_demo(valid_len_1=3, valid_len_2=6)
+    drawer.png(fig)
+    fresh = plot_masking_demo(valid_len_1=3, valid_len_2=6)
+    _plain(fresh)
+    assert fig.get_suptitle() and fig._suptitle.get_position() == fresh._suptitle.get_position()
+
+
+def test_png_draws_a_closed_figure_at_its_size():
+    fig = plot_nw_fit([0.0, 1.0, 2.0], [1.0, 0.0, 1.0], [0.5, 1.5], bandwidth=0.7)
+    plt.close(fig)  # pyplot gives a closed figure a bare canvas that cannot draw to pixels
+    png = _render.Drawer().png(fig)
+    assert png.startswith(PNG_SIGNATURE)
+    assert Image.open(io.BytesIO(png)).size == tuple(int(x) for x in fig.get_size_inches() * fig.dpi)
+
+
+def test_a_drawer_keeps_one_renderer_per_picture_size():
+    drawer = _render.Drawer()
+    for width in (2, 3, 2, 4, 5, 6, 7):
+        fig, ax = plt.subplots(figsize=(width, 2), layout="constrained")
+        ax.set_title(f"{width} inches")
+        drawer.png(fig)
+    assert len(drawer._renderers) == _render.RENDERERS_KEPT
+    assert list(drawer._renderers)[-1] == (700, 200, 100.0)
+
+
+def test_mathtext_is_drawn_as_matplotlib_draws_it():
+    def draw():
+        fig, ax = plt.subplots(figsize=(3, 2), layout="constrained")
+        ax.set_title(r"$\sqrt{D}$ and $x_i$")
+        ax.set_xlabel("data point $x_i$")
+        return fig
+
+    drawer = _render.Drawer()
+    drawer.png(draw())
+    assert np.array_equal(_image(drawer.png(draw())), _plain(draw()))
