@@ -175,15 +175,26 @@ def _perturb_norms(module, gen):
                 m.bias.copy_(torch.randn(m.bias.shape, generator=gen) * 0.1)
 
 
-def test_encoder_block_matches_torch_transformer_encoder_layer(dtype, gen):
+def _block_and_torch_layer(block_cls, torch_cls, dtype, gen):
+    """A course block (D = 8, H = 2, FFN 16, LayerNorms perturbed) and torch's layer holding the same weights."""
     torch.manual_seed(0)
-    block = EncoderBlock(num_hiddens=8, num_heads=2, ffn_hiddens=16)
+    block = block_cls(num_hiddens=8, num_heads=2, ffn_hiddens=16)
     _perturb_norms(block, gen)
-    ref = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True)
+    ref = torch_cls(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True)
     with torch.no_grad():
-        _copy_attention(block.attention, ref.self_attn)
-        _copy_ffn_and_norms(block.ffn, [block.addnorm1, block.addnorm2], ref)
-    block, ref = block.to(dtype), ref.to(dtype)
+        if isinstance(block, EncoderBlock):
+            _copy_attention(block.attention, ref.self_attn)
+            norms = [block.addnorm1, block.addnorm2]
+        else:
+            _copy_attention(block.self_attention, ref.self_attn)
+            _copy_attention(block.cross_attention, ref.multihead_attn)
+            norms = [block.addnorm1, block.addnorm2, block.addnorm3]
+        _copy_ffn_and_norms(block.ffn, norms, ref)
+    return block.to(dtype), ref.to(dtype)
+
+
+def test_encoder_block_matches_torch_transformer_encoder_layer(dtype, gen):
+    block, ref = _block_and_torch_layer(EncoderBlock, nn.TransformerEncoderLayer, dtype, gen)
     x = torch.randn(3, 5, 8, generator=gen, dtype=dtype)
     src_len = torch.tensor([5, 3, 2])
     padding = torch.arange(5) >= src_len[:, None]  # torch's polarity: True = ignore this key
@@ -194,15 +205,7 @@ def test_encoder_block_matches_torch_transformer_encoder_layer(dtype, gen):
 
 
 def test_decoder_block_matches_torch_transformer_decoder_layer(dtype, gen):
-    torch.manual_seed(0)
-    block = DecoderBlock(num_hiddens=8, num_heads=2, ffn_hiddens=16)
-    _perturb_norms(block, gen)
-    ref = nn.TransformerDecoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True)
-    with torch.no_grad():
-        _copy_attention(block.self_attention, ref.self_attn)
-        _copy_attention(block.cross_attention, ref.multihead_attn)
-        _copy_ffn_and_norms(block.ffn, [block.addnorm1, block.addnorm2, block.addnorm3], ref)
-    block, ref = block.to(dtype), ref.to(dtype)
+    block, ref = _block_and_torch_layer(DecoderBlock, nn.TransformerDecoderLayer, dtype, gen)
     x = torch.randn(3, 4, 8, generator=gen, dtype=dtype)
     memory = torch.randn(3, 5, 8, generator=gen, dtype=dtype)
     src_len = torch.tensor([5, 3, 2])
@@ -528,7 +531,7 @@ def test_plot_transformer_attention_one_panel_per_layer_and_head(
     fig = plot_transformer_attention(weights, batch, tokens, index=index, kind=kind)
     assert isinstance(fig, Figure)
     panels = _panels(fig)
-    titles = ["layer 0, head 0", "layer 0, head 1", "layer 1, head 0", "layer 1, head 1"]
+    titles = ["layer 0, head 0", "layer 0, head 1", "layer 1, head 0", "layer 1, head 1"]  # counted from 0
     assert [ax.get_title() for ax in panels] == titles
     for i, ax in enumerate(panels):
         layer, head = divmod(i, 2)
