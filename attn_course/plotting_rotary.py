@@ -145,25 +145,25 @@ def plot_rope_scores(q: torch.Tensor, k: torch.Tensor, offset: int = 3, num_posi
     return fig
 
 
-def plot_alibi(head: int = 1, num_heads: int = 8, length: int = 16, axes=None) -> Figure:
+def plot_alibi(head: int = 0, num_heads: int = 8, length: int = 16, axes=None) -> Figure:
     """ALiBi's bias: left, head ``head``'s (T, T) bias as a heatmap (one colour scale for all heads); right, the bias
     against the distance i - j for every head, head ``head`` drawn thick.
 
     Args:
-        head: h in 1 .. num_heads, the head shown (slope 2^(-8 h / H)).
+        head: h in 0 .. num_heads - 1, the head shown (slope 2^(-8 (h + 1) / H)), counted from 0.
         num_heads: H.
         length: T, the number of positions.
         axes: two axes, or None for a new figure.
     """
     require_int(num_heads, "num_heads")
-    require_int(head, "head", 1, num_heads)
+    require_int(head, "head", 0, num_heads - 1)
     require_int(length, "length", 2)
     bias = _np(alibi_bias(num_heads, length, length))  # (H, T, T)
     vmin = float(bias.min())
     if axes is None:
         _, axes = plt.subplots(1, 2, figsize=(10.5, 4), layout="constrained", width_ratios=(1, 1.2))
     left, right = axes
-    mesh = _draw_matrix(left, bias[head - 1], vmin, 0.0, "Blues_r", annotate=False)
+    mesh = _draw_matrix(left, bias[head], vmin, 0.0, "Blues_r", annotate=False)
     colorbar = left.figure.colorbar(mesh, ax=left, label="bias added to the score")
     colorbar.locator = MaxNLocator(4)  # a few tick labels
     _thin_ticks(left, "x", None, length, max_ticks=5)
@@ -173,16 +173,16 @@ def plot_alibi(head: int = 1, num_heads: int = 8, length: int = 16, axes=None) -
     distance = np.arange(length)
     colours = plt.get_cmap("plasma")(np.linspace(0, 0.85, num_heads))
     lines = [right.plot(distance, bias[h, -1, ::-1], color=colours[h])[0] for h in range(num_heads)]
-    right.text(distance[-1], bias[0, -1, 0], " h = 1", fontsize=8, va="center")  # the steepest line
-    right.text(distance[-1], bias[-1, -1, 0], f" h = {num_heads}", fontsize=8, va="center")  # the flattest
+    right.text(distance[-1], bias[0, -1, 0], " h = 0", fontsize=8, va="center")  # the steepest line
+    right.text(distance[-1], bias[-1, -1, 0], f" h = {num_heads - 1}", fontsize=8, va="center")  # the flattest
     right.set_xlabel("distance i - j")
     right.set_ylabel("bias -m_h (i - j)")
     right.set_title("Every head: a line of slope -m_h", fontsize=10)
     right.set_xlim(0, length + 1.5)  # room for the labels at the lines' ends
 
-    slope = 2 ** (-8 * head / num_heads)
-    left.set_title(f"Head {head} of {num_heads}: slope m = 2^(-8*{head}/{num_heads}) = {slope:.3g}", fontsize=10)
-    for h, line in enumerate(lines, start=1):
+    slope = 2 ** (-8 * (head + 1) / num_heads)
+    left.set_title(f"Head {head} of {num_heads}: slope m = 2^(-8*{head + 1}/{num_heads}) = {slope:.3g}", fontsize=10)
+    for h, line in enumerate(lines):
         line.set_linewidth(3 if h == head else 1)
         line.set_alpha(1.0 if h == head else 0.5)
     fig = left.figure

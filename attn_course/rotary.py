@@ -85,8 +85,9 @@ def alibi_bias(
 ) -> torch.Tensor:
     """ALiBi's additive score bias: ``bias[h, i, j] = -m_h * (i - j)`` for keys at or before the query.
 
-    The slopes are ``m_h = 2^(-8 h / H)`` for ``h = 1 .. H`` (a geometric sequence from ``2^(-8 / H)`` down to
-    ``2^-8``; the paper's formula for H a power of two, used here for every H). Keys after the query get 0: they
+    The slopes are ``m_h = 2^(-8 (h + 1) / H)`` for heads ``h = 0 .. H - 1``, counted from 0 like every index of
+    the course (the paper counts from 1 and writes ``2^(-8 h / H)``): a geometric sequence from ``2^(-8 / H)``
+    down to ``2^-8``, the paper's formula for H a power of two, used here for every H. Keys after the query get 0: they
     are the causal mask's to remove (``causal_mask``), and the bias never holds -inf.
 
     When ``q_len < k_len`` the queries are the *last* ``q_len`` positions of the ``k_len`` keys, aligned
@@ -109,8 +110,8 @@ def alibi_bias(
     require_int(q_len, "q_len")
     require_int(k_len, "k_len", q_len, low_name="q_len")
     require_float_dtype(dtype)
-    heads = torch.arange(1, num_heads + 1, dtype=torch.float32, device=device)  # (H,): h = 1 .. H
-    slopes = torch.exp2(-8.0 * heads / num_heads)  # (H,): m_h = 2^(-8 h / H)
+    heads = torch.arange(num_heads, dtype=torch.float32, device=device)  # (H,): h = 0 .. H - 1
+    slopes = torch.exp2(-8.0 * (heads + 1) / num_heads)  # (H,): m_h = 2^(-8 (h + 1) / H)
     query_pos = torch.arange(k_len - q_len, k_len, dtype=torch.float32, device=device)  # (Q,): aligned bottom-right
     key_pos = torch.arange(k_len, dtype=torch.float32, device=device)  # (K,)
     distance = (query_pos.unsqueeze(1) - key_pos).clamp(min=0)  # (Q, 1) - (K,) -> (Q, K): i - j, 0 after the query

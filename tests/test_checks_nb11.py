@@ -73,8 +73,8 @@ def test_check_alibi_row_right_answer():
         (torch.zeros(6, dtype=torch.long), ["floating-point"]),
         (-alibi_bias(4, 6, 6)[1, 3], ["penalty"]),
         (torch.tensor([-3 / 16, -2 / 16, -1 / 16, 0.0, -1 / 16, -2 / 16]), ["causal mask"]),
-        (alibi_bias(4, 6, 6)[0, 3], ["head 1", "h = 1 .. H"]),
-        (alibi_bias(4, 6, 6)[2, 3], ["head 3"]),
+        (alibi_bias(4, 6, 6)[0, 3], ["head 0's row", "counted from 0, h = 0 .. H - 1"]),
+        (alibi_bias(4, 6, 6)[2, 3], ["head 2's row", "head 1's slope is 2^(-8 * (1 + 1) / 4)"]),
         (torch.ones(6), ["bias[j] = -m * (3 - j)"]),
     ],
 )

@@ -100,7 +100,7 @@ def test_plot_rope_scores_refuses_bad_vectors(q, k, error, match):
 
 
 def test_plot_alibi_shows_the_chosen_head_and_every_slope():
-    fig = plot_alibi(head=3, num_heads=4, length=6)
+    fig = plot_alibi(head=2, num_heads=4, length=6)  # the third head: heads are counted from 0
     left, right = fig.axes[0], fig.axes[1]
     shown = left.collections[0].get_array().reshape(6, 6)
     m = 2 ** (-8 * 3 / 4)
@@ -114,16 +114,16 @@ def test_plot_alibi_shows_the_chosen_head_and_every_slope():
 
 def test_plot_alibi_draws_on_the_axes_it_is_given_as_on_a_new_figure():
     fig, axes = plt.subplots(1, 2)
-    assert plot_alibi(head=6, num_heads=8, length=10, axes=axes) is fig
-    fresh = plot_alibi(head=6, num_heads=8, length=10)
+    assert plot_alibi(head=5, num_heads=8, length=10, axes=axes) is fig
+    fresh = plot_alibi(head=5, num_heads=8, length=10)
     np.testing.assert_allclose(fig.axes[0].collections[0].get_array(), fresh.axes[0].collections[0].get_array())
-    assert fig.axes[0].get_title() == fresh.axes[0].get_title() == "Head 6 of 8: slope m = 2^(-8*6/8) = 0.0156"
+    assert fig.axes[0].get_title() == fresh.axes[0].get_title() == "Head 5 of 8: slope m = 2^(-8*6/8) = 0.0156"
     assert [line.get_linewidth() for line in axes[1].lines] == [1, 1, 1, 1, 1, 3, 1, 1]
 
 
 @pytest.mark.parametrize(
     "kwargs, match",
-    [({"head": 0}, r"head must be an integer in \[1, 8\]"), ({"head": 3, "num_heads": 2}, r"in \[1, 2\], got 3")],
+    [({"head": 8}, r"head must be an integer in \[0, 7\]"), ({"head": 2, "num_heads": 2}, r"in \[0, 1\], got 2")],
 )
 def test_plot_alibi_refuses_a_head_out_of_range(kwargs, match):
     with pytest.raises(ValueError, match=match):

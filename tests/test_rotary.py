@@ -228,10 +228,10 @@ def test_alibi_bias_hand_computed_for_two_heads():
 
 
 @pytest.mark.parametrize("num_heads", [1, 4, 8, 12, 16])
-def test_alibi_slopes_are_two_to_the_minus_eight_h_over_h(num_heads):
+def test_alibi_slopes_are_two_to_the_minus_eight_h_plus_one_over_h(num_heads):
     bias = alibi_bias(num_heads, 2, 2, dtype=torch.float64)
     slopes = -bias[:, 1, 0]  # distance 1
-    expected = torch.tensor([2 ** (-8 * h / num_heads) for h in range(1, num_heads + 1)], dtype=torch.float64)
+    expected = torch.tensor([2 ** (-8 * (h + 1) / num_heads) for h in range(num_heads)], dtype=torch.float64)
     assert_close(slopes, expected, atol=1e-7, rtol=1e-7)
     assert slopes[-1] == 2**-8  # the last head's slope is always 1/256
 

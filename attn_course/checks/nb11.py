@@ -33,24 +33,27 @@ def check_rope_angle(answer: float) -> Feedback:
 
 @_tensor_answer((6,), "a (6,) tensor: one bias per key")
 def check_alibi_row(row) -> Feedback:
-    """The bias that head h = 2 of H = 4 adds to query 3's scores over keys 0..5 (Q = K = 6), as a (6,) tensor."""
+    """The bias that head h = 1 of H = 4 (counted from 0) adds to query 3's scores over keys 0..5 (Q = K = 6)."""
     if not row.is_floating_point():
         return _hint(f"slopes are fractions: use a floating-point tensor, got {row.dtype}.")
-    want = alibi_bias(4, 6, 6, dtype=torch.float64)[1, 3]  # head 2 is index 1
+    want = alibi_bias(4, 6, 6, dtype=torch.float64)[1, 3]  # head 1: the second, slope 2^(-8 * 2 / 4)
     if _close(row, want):
-        return _ok("slope m_2 = 2^(-8 * 2 / 4) = 1/16: -3/16, -2/16, -1/16 for keys 0..2, 0 on the diagonal and after.")
+        return _ok(
+            "slope m_1 = 2^(-8 * (1 + 1) / 4) = 1/16: -3/16, -2/16, -1/16 for keys 0..2, 0 on the diagonal and after."
+        )
     if _close(row, -want):
         return _hint("the bias is a penalty: far keys get a negative bias, so their scores go down.")
     m = 2 ** (-4.0)
     symmetric = torch.tensor([-m * abs(3 - j) for j in range(6)], dtype=torch.float64)
     if _close(row, symmetric):
         return _hint("keys after query 3 are masked by the causal mask: ALiBi gives them 0 here, not -m (j - i).")
-    for h in (1, 3):  # a head numbered from 0, or a slope read off the wrong head
-        if _close(row, alibi_bias(4, 6, 6, dtype=torch.float64)[h - 1, 3]):
+    for h in (0, 2):  # the slope of head 1 counted from 1 (2^(-8 / 4)), or of head 2 (2^(-8 * 3 / 4))
+        if _close(row, alibi_bias(4, 6, 6, dtype=torch.float64)[h, 3]):
             return _hint(
-                f"that is head {h}'s row; heads are numbered h = 1 .. H, and head 2's slope is 2^(-8 * 2 / 4)."
+                f"that is head {h}'s row; heads are counted from 0, h = 0 .. H - 1, and head 1's slope is "
+                "2^(-8 * (1 + 1) / 4)."
             )
-    return _hint("bias[j] = -m * (3 - j) for j <= 3 and 0 after, with m = 2^(-8 h / H), h = 2, H = 4.")
+    return _hint("bias[j] = -m * (3 - j) for j <= 3 and 0 after, with m = 2^(-8 (h + 1) / H), h = 1, H = 4.")
 
 
 # Hidden cases: shapes (..., L, D) and positions that are not simply 0 .. L - 1.
