@@ -57,7 +57,7 @@ def plot_head_weights(num_heads: int = 4, num_hiddens: int = 16, seed: int = 0, 
     )
 
 
-def _check_rotation_args(delta, freq_index, num_steps: int, num_hiddens: int) -> None:
+def _require_rotation_args(delta, freq_index, num_steps: int, num_hiddens: int) -> None:
     require_int(num_hiddens, "num_hiddens", 2)
     require_int(num_steps, "num_steps", 2)
     pairs = num_hiddens // 2
@@ -129,7 +129,7 @@ def plot_rotation(
         num_steps, num_hiddens: size of the encoding.
         axes: two axes, or None for a new figure.
     """
-    _check_rotation_args(delta, freq_index, num_steps, num_hiddens)
+    _require_rotation_args(delta, freq_index, num_steps, num_hiddens)
     encoding = positional_encoding(num_steps, num_hiddens, dtype=torch.float64)
     if axes is None:
         _, axes = plt.subplots(1, 2, figsize=figsize, layout="constrained", width_ratios=(1.6, 1))

@@ -83,7 +83,7 @@ def plot_rope_angles(
     return fig
 
 
-def _check_pair(q, k) -> int:
+def _require_pair(q, k) -> int:
     for name, t in (("q", q), ("k", k)):
         require_float(t, name)
         require_rank(t, name, (1,), "(D,)")
@@ -103,7 +103,7 @@ def plot_rope_scores(q: torch.Tensor, k: torch.Tensor, offset: int = 3, num_posi
         num_positions: positions used; the offsets run over 0 .. num_positions - 1.
         axes: two axes, or None for a new figure.
     """
-    d = _check_pair(q, k)
+    d = _require_pair(q, k)
     require_int(num_positions, "num_positions", 2)
     require_int(offset, "offset", 0, num_positions - 1)
     positions = torch.arange(num_positions)

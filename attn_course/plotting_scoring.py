@@ -13,7 +13,7 @@ import torch
 from matplotlib.figure import Figure
 
 from ._validate import require_int
-from .scaling import _check_temperature, _softmax_entropy, mean_entropy
+from .scaling import _require_temperature, _softmax_entropy, mean_entropy
 
 __all__ = ["plot_saturation"]
 
@@ -32,7 +32,7 @@ def plot_saturation(
     """
     require_int(d, "d")
     require_int(num_keys, "num_keys", 2)
-    _check_temperature(temperature)  # every argument checked before a figure is opened
+    _require_temperature(temperature)  # every argument checked before a figure is opened
     if axes is None:
         _, axes = plt.subplots(1, 2, figsize=figsize, layout="constrained", width_ratios=(1, 1.1))
     left, right = axes

@@ -43,7 +43,7 @@ def _softmax_entropy(weights: torch.Tensor) -> torch.Tensor:
     return -(weights * torch.log(safe)).sum(-1)
 
 
-def _check_temperature(temperature) -> float:
+def _require_temperature(temperature) -> float:
     return require_positive(temperature, "temperature")
 
 
@@ -58,7 +58,7 @@ def mean_entropy(
     require_int(d, "d")
     require_int(num_keys, "num_keys", 2)
     require_int(num_queries, "num_queries")
-    return _mean_entropy(d, num_keys, _check_temperature(temperature), bool(scaled), num_queries, int(seed))
+    return _mean_entropy(d, num_keys, _require_temperature(temperature), bool(scaled), num_queries, int(seed))
 
 
 @lru_cache(maxsize=1024)
