@@ -5,115 +5,39 @@ new figure and return it); everything that makes a redraw fast lives here, and o
 
 * each figure is drawn once, straight to PNG, instead of through ``plt.show()`` (the inline backend lays a figure
   out and draws it twice, and measures it once more for a tight bounding box);
-* the constrained layout is computed on the first figure of each shape and reused while the decorations that decide
-  it (tick labels, titles, axis labels, legends) keep their shape;
-* one Agg renderer per picture size serves every figure of a panel, and it keeps the text it has rasterised: the
-  tick labels, titles and most numbers of one frame come back in the next, and turning a string into glyph bitmaps
-  is most of what drawing a figure costs. A cached string is pasted at its new place, pixel for pixel as FreeType
-  draws it there (the key holds the string, the font, the angle and the sub-pixel part of the position).
+* the constrained layout is computed once for each set of decorations that decides it and reused after: the titles,
+  axis labels and legends (with every digit read as 0, since all digits are one width) and the tick labels each
+  axes writes once laid out (their number follows the axes' size). Matplotlib's layout also looks at where the end
+  ticks fall; over every slider value of the course's notebooks, one picture in 334 (01's weights at h = 0.70)
+  stands a few pixels off the layout matplotlib computes for that figure alone;
+* one Agg renderer per picture size serves every figure of a panel and keeps the strings it has rasterised
+  (``attn_course._render_text``);
+* a panel whose plotting function takes ``axes=`` (or ``ax=``) draws each new figure on the axes of the last one,
+  emptied by :func:`clear`: building new axes and their tick marks (lines, markers and labels that matplotlib
+  makes one by one) is about half of what a redraw costs. When the new values need other axes (another number of
+  panels), the plotting function draws a new figure instead.
 """
 
 from __future__ import annotations
 
+import inspect
 import io
-import math
 from collections import OrderedDict
+from collections.abc import Callable
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.transforms import Bbox
 from PIL import Image
+
+from ._render_text import TextCachingRenderer
 
 LAYOUTS_KEPT = 64  # layouts remembered per panel (one per figure shape met while sliding)
 RENDERERS_KEPT = 4  # picture sizes per panel (a control may change the figure's size)
-TEXTS_KEPT = 4096  # rasterised strings per renderer
 # Titles at a fixed height above the axes. Left to itself, matplotlib measures every tick label again on each draw
 # to check that none sits above the axes (none does in the course's figures): a tenth of a redraw. Set while a
 # panel's plotting function runs (``plt.rc_context``), never globally.
 TITLES_AT_TOP = {"axes.titley": 1.0}
-
-
-class _Recorder:
-    """Stands in for Agg's C++ renderer while a string is rasterised: keeps the glyph bitmaps instead of drawing."""
-
-    def __init__(self):
-        self.glyphs = []  # (bitmap, x, y) as RendererAgg passes them to draw_text_image
-
-    def draw_text_image(self, bitmap, x, y, angle, gc) -> None:
-        self.glyphs.append((bitmap.copy(), x, y, angle))
-
-
-class _TextCachingRenderer(RendererAgg):
-    """``RendererAgg`` that rasterises each (string, font, angle, sub-pixel offset) once and pastes it afterwards."""
-
-    def __init__(self, width, height, dpi):
-        super().__init__(width, height, dpi)
-        self._texts = OrderedDict()
-        self._heights = {}
-
-    def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
-        if ismath:  # mathtext: rare in the course's slider figures, drawn as usual
-            return super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)
-        left, top = math.floor(x), math.floor(y)
-        key = (
-            s,
-            _font_key(prop),
-            angle,
-            gc.get_antialiased(),
-            x - left,
-            y - top,
-            None if mtext is None else (tuple(mtext.get_fontfeatures() or ()), mtext.get_language()),
-        )
-        glyphs = self._texts.get(key)
-        if glyphs is None:
-            recorder, agg = _Recorder(), self._renderer
-            self._renderer = recorder  # RendererAgg.draw_text hands every glyph to self._renderer.draw_text_image
-            try:
-                super().draw_text(gc, x, y, s, prop, angle, ismath, mtext)
-            finally:
-                self._renderer = agg
-            glyphs = [(bitmap, gx - left, gy - top, a) for bitmap, gx, gy, a in recorder.glyphs]
-            self._texts[key] = glyphs
-            if len(self._texts) > TEXTS_KEPT:
-                self._texts.popitem(last=False)
-        for bitmap, gx, gy, a in glyphs:
-            self._renderer.draw_text_image(bitmap, left + gx, top + gy, a, gc)
-        return None
-
-    def _get_font_height_metrics(self, prop):
-        """The ascent, descent and line gap of ``prop``'s font, as ``Text`` computes them, once per font."""
-        key = _font_key(prop)
-        if key not in self._heights:
-            self._heights[key] = _font_heights(prop, self.dpi)
-        return self._heights[key]
-
-
-def _font_key(prop) -> tuple:
-    return (
-        tuple(prop.get_family()),
-        prop.get_style(),
-        prop.get_variant(),
-        prop.get_weight(),
-        prop.get_stretch(),
-        prop.get_size_in_points(),
-        prop.get_file(),
-    )
-
-
-def _font_heights(prop, dpi: float) -> tuple:
-    """What ``matplotlib.text.Text._get_layout`` reads from the font's tables: (ascent, descent, line gap) in pixels."""
-    from matplotlib.font_manager import fontManager, get_font
-
-    font = get_font(fontManager._find_fonts_by_props(prop))
-    for table_name, gap, ascent, descent in (
-        ("OS/2", "sTypoLineGap", "sTypoAscender", "sTypoDescender"),
-        ("hhea", "lineGap", "ascent", "descent"),
-    ):
-        table = font.get_sfnt_table(table_name)
-        if table is None:
-            continue
-        scale = 1 / font.get_sfnt_table("head")["unitsPerEm"] * prop.get_size_in_points() * dpi / 72
-        return table[ascent] * scale, -table[descent] * scale, table[gap] * scale
-    return None, None, None
 
 
 class _Canvas(FigureCanvasAgg):
@@ -129,18 +53,31 @@ class _Canvas(FigureCanvasAgg):
         return self.renderer
 
 
-def _text_shape(text: str) -> int:
-    """What of a title or label decides the layout: its number of lines (0 if empty), not its words."""
-    return text.count("\n") + 1 if text else 0
+_DIGITS = str.maketrans("123456789", "000000000")
 
 
-def _tick_shape(axis) -> tuple:
-    """What of the tick labels the next draw writes decides the layout: the widest (in characters), the
-    offset text ("1e-3") and which sides show them."""
-    formatter = axis.get_major_formatter()
-    labels = formatter.format_ticks(axis.get_major_locator()())
-    offset = formatter.get_offset() if hasattr(formatter, "get_offset") else ""
-    return max(map(len, labels), default=0), len(offset), tuple(sorted(axis.get_tick_params().items()))
+def _text_shape(text: str) -> str:
+    """What of a string decides how much room it takes: its characters, with every digit written 0 (the
+    course's font, DejaVu Sans, gives all digits one width), so "h = 0.7" and "h = 0.9" take the same room."""
+    return text.translate(_DIGITS)
+
+
+def _legend_shape(legend) -> tuple:
+    return tuple(_text_shape(text.get_text()) for text in legend.get_texts())
+
+
+def _tick_shapes(fig: Figure) -> tuple:
+    """The tick labels each axes of ``fig`` writes where it stands now (their number and width follow the
+    axes' size in pixels, which the layout decides), with the offset text ("1e-3") and which sides show them."""
+    shapes = []
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            formatter = axis.get_major_formatter()
+            labels = formatter.format_ticks(axis.get_major_locator()())
+            offset = formatter.get_offset() if hasattr(formatter, "get_offset") else ""
+            params = tuple(sorted(axis.get_tick_params().items()))
+            shapes.append((tuple(map(_text_shape, labels)), _text_shape(offset), params))
+    return tuple(shapes)
 
 
 def _place(ax) -> tuple | str:
@@ -153,25 +90,16 @@ def _place(ax) -> tuple | str:
 
 
 def layout_key(fig: Figure) -> tuple:
-    """A summary of everything the constrained layout of ``fig`` depends on."""
+    """A summary of what the constrained layout of ``fig`` depends on, but its tick labels (see ``_tick_shapes``)."""
     key = [tuple(fig.get_size_inches()), fig.dpi, len(fig.axes)]
     key.extend(None if text is None else _text_shape(text.get_text()) for text in _figure_titles(fig))
-    key.extend(("figure legend", len(legend.get_texts())) for legend in fig.legends)
+    key.extend(("figure legend", _legend_shape(legend)) for legend in fig.legends)
     for ax in fig.axes:
         titles = tuple(_text_shape(ax.get_title(loc)) for loc in ("left", "center", "right"))
         labels = (_text_shape(ax.get_xlabel()), _text_shape(ax.get_ylabel()))
         legend = ax.get_legend()
-        key.append(
-            (
-                type(ax).__name__,
-                _place(ax),
-                titles,
-                labels,
-                _tick_shape(ax.xaxis),
-                _tick_shape(ax.yaxis),
-                None if legend is None else len(legend.get_texts()),
-            )
-        )
+        legend = None if legend is None else _legend_shape(legend)
+        key.append((type(ax).__name__, _place(ax), titles, labels, legend))
     return tuple(key)
 
 
@@ -184,13 +112,15 @@ class Drawer:
     """Draws a panel's figures to PNG, reusing layouts and rasterised text from one figure to the next."""
 
     def __init__(self):
-        self.layouts = OrderedDict()  # layout_key -> axes positions
+        self.layouts = OrderedDict()  # (layout_key, tick shapes) -> (axes positions, figure title positions)
         self._renderers = OrderedDict()  # (width, height, dpi) -> renderer
+        self._kept = None  # the last figure drawn, whose axes the next one may be drawn on
+        self._engine = None  # the layout engine of the panel's figures
 
-    def renderer(self, width: int, height: int, dpi: float) -> _TextCachingRenderer:
+    def renderer(self, width: int, height: int, dpi: float) -> TextCachingRenderer:
         key = (width, height, dpi)
         if key not in self._renderers:
-            self._renderers[key] = _TextCachingRenderer(width, height, dpi)
+            self._renderers[key] = TextCachingRenderer(width, height, dpi)
             while len(self._renderers) > RENDERERS_KEPT:
                 self._renderers.popitem(last=False)
         self._renderers.move_to_end(key)
@@ -199,35 +129,147 @@ class Drawer:
     def png(self, fig: Figure) -> bytes:
         """Draw ``fig`` (a new figure, not yet drawn) once and return it as PNG bytes.
 
-        With a layout engine, the layout is computed by this draw, or taken from an earlier figure with the same
-        layout key; either way the figure then keeps those positions and no layout engine.
+        With a layout engine, the layout is taken from an earlier figure with the same decorations (see
+        :meth:`_layout_for`), or computed by this draw; either way the figure then keeps those positions and
+        no layout engine.
         """
-        canvas = _Canvas(fig, self)  # also replaces the canvas of a closed figure, which cannot draw to pixels
-        key = layout = None
-        if fig.get_layout_engine() is not None and fig.axes:
-            key = layout_key(fig)
-            layout = self.layouts.get(key)
-        if layout is not None:
-            fig.set_layout_engine("none")  # the positions below are the layout: no layout pass in the draw
-            positions, titles = layout
-            for ax, position in zip(fig.axes, positions, strict=True):
-                ax.set_position(position)
-            for text, position in zip(_figure_titles(fig), titles, strict=True):
-                if text is not None:
-                    text.set_position(position)
+        engine = fig.get_layout_engine()
+        if engine is None or not fig.axes:
+            canvas = _Canvas(fig, self)  # also replaces the canvas of a closed figure, which cannot draw to pixels
             canvas.draw()
+            return _png(canvas)
+        self._engine = engine
+        return self._draw_laid_out(fig)
+
+    def _draw_laid_out(self, fig: Figure) -> bytes:
+        """Draw ``fig``, its axes where no layout has moved them yet, with a layout met before or a new one."""
+        before = _layout_of(fig)
+        canvas = _Canvas(fig, self)
+        if self._layout_for(fig) is None:
+            _place_as(fig, before)  # as the figure came: the layout engine starts from there
+            for ax in fig.axes:
+                ax.set_in_layout(True)  # which set_position turned off
+            fig.set_layout_engine(self._engine)
+            canvas.draw()  # the layout engine places the axes (and moves the figure's titles) first
+            self.layouts[layout_key(fig), _tick_shapes(fig)] = _layout_of(fig)
+            while len(self.layouts) > LAYOUTS_KEPT:
+                self.layouts.popitem(last=False)
         else:
-            canvas.draw()  # the layout engine, if any, places the axes (and moves the figure's titles) first
-            if key is not None:
-                positions = [ax.get_position(original=True).frozen() for ax in fig.axes]
-                titles = [None if text is None else text.get_position() for text in _figure_titles(fig)]
-                self.layouts[key] = (positions, titles)
-                while len(self.layouts) > LAYOUTS_KEPT:
-                    self.layouts.popitem(last=False)
-        width, height = canvas.get_width_height(physical=True)
-        buffer = io.BytesIO()
-        # Level 1: a slider's picture is shown once and thrown away, so speed matters more than a few kB.
-        Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).save(
-            buffer, format="png", compress_level=1
-        )
-        return buffer.getvalue()
+            fig.set_layout_engine("none")  # the axes stand where the layout puts them: no layout pass in the draw
+            canvas.draw()
+        fig.set_layout_engine("none")  # the positions are the layout now
+        return _png(canvas)
+
+    def _layout_for(self, fig: Figure) -> tuple | None:
+        """A layout met before that fits ``fig``, with ``fig``'s axes and titles put there; or None.
+
+        A layout fits when the figure has the same decorations (``layout_key``) and, with its axes where the layout
+        puts them, writes tick labels of the same shape as the figure the layout was computed for.
+        """
+        key = layout_key(fig)
+        for (other, ticks), layout in reversed(self.layouts.items()):
+            if other == key:
+                _place_as(fig, layout)
+                if _tick_shapes(fig) == ticks:
+                    self.layouts.move_to_end((other, ticks))
+                    return layout
+        return None
+
+    def keep(self, fig: Figure) -> None:
+        """Keep ``fig``, just drawn by :meth:`png` with a layout engine, for :meth:`png_again` to draw on."""
+        self._kept = fig if fig.axes and fig.get_layout_engine() is not None else None
+
+    def png_again(self, plot_fn: Callable[..., object], keyword: str, arguments: dict) -> bytes | None:
+        """``plot_fn(**arguments)`` drawn on the axes of the kept figure, as PNG bytes; or None (and the kept
+        figure dropped) when the new values need other axes: draw a new figure then.
+
+        ``keyword`` is the argument through which ``plot_fn`` draws on given axes (see :func:`axes_keyword`).
+        """
+        fig, self._kept = self._kept, None
+        if fig is None:
+            return None
+        axes = clear(fig)
+        if any(ax.get_subplotspec() is None for ax in axes):  # axes placed by hand: a new figure places them
+            return None
+        for ax in axes:  # back where a new figure has them before any layout
+            ax.set_position(ax.get_subplotspec().get_position(fig))
+            ax.set_in_layout(True)
+        try:
+            result = plot_fn(**arguments, **{keyword: axes[0] if keyword == "ax" and len(axes) == 1 else axes})
+        except Exception:  # noqa: BLE001 - these axes do not fit the new values (say, another number of panels):
+            return None  # a new figure is drawn, which raises again if the values themselves are wrong
+        if result is not fig:
+            return None
+        self._kept = fig
+        return self._draw_laid_out(fig)
+
+
+def _layout_of(fig: Figure) -> tuple:
+    """Where ``fig``'s axes and titles stand: (axes positions, figure title positions)."""
+    positions = [ax.get_position(original=True).frozen() for ax in fig.axes]
+    return positions, [None if text is None else text.get_position() for text in _figure_titles(fig)]
+
+
+def _place_as(fig: Figure, layout: tuple) -> None:
+    """Put ``fig``'s axes and titles where ``layout`` (the layout of a figure with the same key) has them."""
+    positions, titles = layout
+    for ax, position in zip(fig.axes, positions, strict=True):
+        ax.set_position(position)
+    for text, position in zip(_figure_titles(fig), titles, strict=True):
+        if text is not None:
+            text.set_position(position)
+
+
+def _png(canvas: FigureCanvasAgg) -> bytes:
+    width, height = canvas.get_width_height(physical=True)
+    buffer = io.BytesIO()
+    # Level 1: a slider's picture is shown once and thrown away, so speed matters more than a few kB.
+    Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).save(
+        buffer, format="png", compress_level=1
+    )
+    return buffer.getvalue()
+
+
+def axes_keyword(plot_fn: Callable[..., object]) -> str | None:
+    """The argument through which ``plot_fn`` draws on given axes, ``"axes"`` or ``"ax"`` (default None), if any."""
+    try:
+        parameters = inspect.signature(plot_fn).parameters
+    except (TypeError, ValueError):  # a callable whose signature Python cannot read
+        return None
+    for name in ("axes", "ax"):
+        parameter = parameters.get(name)
+        if parameter is not None and parameter.kind is not parameter.VAR_KEYWORD and parameter.default is None:
+            return name
+    return None
+
+
+def clear(fig: Figure) -> list:
+    """Take off ``fig`` what a plotting function drew and return the axes it drew on, as a new figure of the same
+    shape has them: no artists, legends or colour bars, no titles or axis labels, limits from the data again and
+    axes not inverted. The axes keep their tick marks, which the next drawing reuses; the figure keeps its
+    titles, which the next drawing sets again."""
+    for ax in fig.axes:
+        for mappable in [*ax.collections, *ax.images]:
+            if getattr(mappable, "colorbar", None) is not None:
+                mappable.colorbar.remove()  # its axes go, and the axes it took room from get it back
+    titles = [text for text in _figure_titles(fig) if text is not None]
+    for artist in [*fig.legends, *fig.lines, *fig.patches, *fig.images, *fig.artists]:
+        artist.remove()
+    for text in [text for text in fig.texts if text not in titles]:
+        text.remove()
+    for ax in fig.axes:
+        for artist in [*ax.collections, *ax.images, *ax.lines, *ax.patches, *ax.tables, *ax.texts, *ax.artists]:
+            artist.remove()
+        ax.containers.clear()
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+        for loc in ("left", "center", "right"):
+            ax.set_title("", loc=loc)
+        ax.set_xlabel("")
+        ax.set_ylabel("")
+        ax.xaxis.set_inverted(False)
+        ax.yaxis.set_inverted(False)
+        ax.dataLim.set(Bbox.null())
+        ax.ignore_existing_data_limits = True
+        ax.set_autoscale_on(True)
+    return list(fig.axes)

@@ -4,9 +4,11 @@ The figure comes from an ``attn_course`` plotting function, so whatever a slider
 also be drawn, tested and timed without a browser: ``panel.render(**values)`` does exactly
 what one control change does and returns the PNG images.
 
-Every change calls the plotting function afresh and draws the new figure once, straight to PNG
-(``attn_course._render``, which keeps the layouts and the rasterised text of a panel from one
-figure to the next), instead of through ``plt.show()``.
+Every change calls the plotting function afresh and draws the new figure once, straight to PNG,
+instead of through ``plt.show()``. ``attn_course._render`` does the drawing: it keeps the layouts and
+the rasterised text of a panel from one figure to the next, and when the plotting function takes
+``axes=`` (or ``ax=``) it hands it the emptied axes of the last figure rather than letting it build
+new ones. Either way the picture is the one a new figure gives, pixel for pixel.
 
 The plotting function runs on one PyTorch thread: a figure's tensors are far too small to gain from
 more, and on a busy machine each operation that waits for a second thread can take milliseconds. Python's
@@ -100,7 +102,10 @@ def slider_panel(
     for fig in opened:
         plt.close(fig)
 
-    drawer = _render.Drawer()  # this panel's layouts and rasterised text, reused from one change to the next
+    drawer = _render.Drawer()  # this panel's layouts, rasterised text and last figure, reused from change to change
+    keyword = _render.axes_keyword(plot_fn)  # "axes" or "ax": plot_fn can draw on the last figure's axes
+    if keyword in fixed or keyword in controls:
+        keyword = None
 
     def render(**changes) -> list[bytes]:
         with _DRAW_LOCK:  # see _DRAW_LOCK
@@ -117,6 +122,10 @@ def slider_panel(
                     gc.enable()
 
     def draw(values: dict) -> list[bytes]:
+        if keyword is not None:
+            png = drawer.png_again(plot_fn, keyword, fixed | values)
+            if png is not None:
+                return [png]
         before = set(plt.get_fignums())
         result = plot_fn(**fixed, **values)
         # Only this call's figures: the one plot_fn returns, else those it opened. Never pyplot's whole list,
@@ -126,10 +135,13 @@ def slider_panel(
         else:
             figures = [plt.figure(num) for num in plt.get_fignums() if num not in before]
         try:
-            return [drawer.png(fig) for fig in figures]
+            pngs = [drawer.png(fig) for fig in figures]
         finally:
             for fig in figures:
                 plt.close(fig)
+        if keyword is not None and isinstance(result, Figure):
+            drawer.keep(result)  # closed in pyplot (no cell's plt.show() shows it), still drawable by the drawer
+        return pngs
 
     def redraw(**values):
         for png in render(**values):  # each figure drawn once, straight to PNG: see the module's docstring

@@ -9,7 +9,7 @@ import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from PIL import Image
 
-from attn_course import _render, plot_masking_demo, plot_nw_fit, plot_worked_example
+from attn_course import _render, plot_masking_demo, plot_nw_fit, plot_query_weights, plot_worked_example
 from attn_course.data import toy_regression
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -118,3 +118,24 @@ def test_mathtext_is_drawn_as_matplotlib_draws_it():
     drawer = _render.Drawer()
     drawer.png(draw())
     assert np.array_equal(_image(drawer.png(draw())), _plain(draw()))
+
+
+def test_clear_leaves_the_axes_as_a_new_figure_has_them():
+    fig = plot_query_weights(2.5, DATA.x_train, DATA.y_train)  # two panels, a colour bar, a legend, titles
+    _plain(fig)
+    fig.axes[1].invert_yaxis()
+    axes = _render.clear(fig)
+    assert axes == fig.axes and len(axes) == 2  # the colour bar's axes are gone
+    for ax in axes:
+        assert not [*ax.lines, *ax.collections, *ax.texts, *ax.patches, *ax.images] and ax.get_legend() is None
+        assert ax.get_title() == ax.get_xlabel() == ax.get_ylabel() == ""
+        assert not ax.xaxis_inverted() and not ax.yaxis_inverted() and ax.get_autoscale_on()
+        assert ax.xaxis.get_major_ticks()  # the tick marks stay, for the next figure
+    plt.close("all")
+
+
+def test_the_axes_keyword_is_found_in_the_signature():
+    assert _render.axes_keyword(plot_query_weights) == "axes"
+    assert _render.axes_keyword(lambda x, ax=None: None) == "ax"
+    assert _render.axes_keyword(lambda x, axes=(): None) is None  # not a "None: draw a new figure" argument
+    assert _render.axes_keyword(lambda **kwargs: None) is None

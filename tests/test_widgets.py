@@ -13,6 +13,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from PIL import Image
 
 from attn_course import (
+    plot_head_weights,
     plot_masking_demo,
     plot_noisy_fit,
     plot_nw_fit,
@@ -266,6 +267,13 @@ def _slider_cases():
         (plot_nw_fit, regression, {"bandwidth": 0.5}, {"bandwidth": 0.02, "kernel": "epanechnikov"}),
         (plot_query_weights, {"keys": data.x_train, "values": data.y_train}, {"query": 2.5}, {"query": 0.0}),
         (plot_query_weights, {"keys": data.x_train, "values": data.y_train}, {"query": 2.5}, {"bandwidth": 10.0}),
+        # the same decorations before any layout; after it, the weights axis holds 4 ticks instead of 5
+        (
+            plot_query_weights,
+            {"keys": data.x_train, "values": data.y_train},
+            {"query": 2.5, "bandwidth": 0.3},
+            {"bandwidth": 0.2865},
+        ),
         (plot_weight_comparison, {"nodes": nodes, "values": values}, {"query": 6.1}, {"query": 1.3}),
         (plot_weight_comparison, {"nodes": nodes, "values": values}, {"query": 6.1}, {"query": 0.5}),  # off the data
         (plot_noisy_fit, {"seed": 0}, {"n_nodes": 10}, {"n_nodes": 20, "noise": 1.5, "bandwidth": 10.0}),
@@ -350,3 +358,29 @@ def test_render_turns_the_garbage_collector_back_on_even_when_plot_fn_fails():
     with pytest.raises(ValueError, match="h too large"):
         panel.render(h=2.0)
     assert seen[-1] is False and gc.isenabled()
+
+
+def test_a_panel_draws_each_new_figure_on_the_axes_of_the_last():
+    """A plotting function that takes ``axes=`` is handed the emptied axes of the last figure: no new figure."""
+    data = toy_regression()
+    given = []
+
+    def plot(query: float, axes=None):
+        given.append(axes)
+        return plot_query_weights(query, data.x_train, data.y_train, axes=axes)
+
+    panel = slider_panel(plot, {"query": widgets.FloatSlider(value=2.5, min=0.0, max=5.0)})
+    panel.render(query=1.0)
+    panel.render(query=4.0)
+    assert given[-1] is not None and given[-1][0].figure is given[-2][0].figure
+    assert len(given[-1]) == 2  # the two panels, without the colour bar (which the function adds again)
+    expected = _image(_plain_png(plot_query_weights(4.0, data.x_train, data.y_train)))
+    assert np.array_equal(_image(panel.render(query=4.0)[0]), expected)
+
+
+def test_a_panel_draws_a_new_figure_when_the_new_values_need_other_axes():
+    panel = slider_panel(plot_head_weights, {"num_heads": widgets.IntSlider(value=4, min=1, max=8)})
+    panel.render(num_heads=4)
+    got = _image(panel.render(num_heads=2)[0])  # two panels: the four of the last figure do not fit
+    expected = _image(_plain_png(plot_head_weights(num_heads=2)))
+    assert got.shape == expected.shape and np.array_equal(got, expected)
