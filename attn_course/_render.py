@@ -5,11 +5,11 @@ new figure and return it); everything that makes a redraw fast lives here, and o
 
 * each figure is drawn once, straight to PNG, instead of through ``plt.show()`` (the inline backend lays a figure
   out and draws it twice, and measures it once more for a tight bounding box);
-* the constrained layout is computed once for each set of decorations that decides it and reused after: the titles,
-  axis labels and legends (with every digit read as 0, since all digits are one width) and the tick labels each
-  axes writes once laid out (their number follows the axes' size). Matplotlib's layout also looks at where the end
-  ticks fall; over every slider value of the course's notebooks, one picture in 334 (01's weights at h = 0.70)
-  stands a few pixels off the layout matplotlib computes for that figure alone;
+* the constrained layout is computed once for each set of decorations that decides it and reused after: the number
+  of lines of the titles and axis labels, the legends' entries, and the tick labels each axes writes once laid out
+  (their number follows the axes' size; every digit is read as 0, all digits being one width). Over every slider
+  value of the course's notebooks (334 pictures), one (01's weights at h = 0.70) stands a few pixels off the
+  layout matplotlib computes for that figure alone: the layout also looks at where the end ticks fall;
 * one Agg renderer per picture size serves every figure of a panel and keeps the strings it has rasterised
   (``attn_course._render_text``);
 * a panel whose plotting function takes ``axes=`` (or ``ax=``) draws each new figure on the axes of the last one,
@@ -33,6 +33,7 @@ from PIL import Image
 from ._render_text import TextCachingRenderer
 
 LAYOUTS_KEPT = 64  # layouts remembered per panel (one per figure shape met while sliding)
+LAYOUTS_TRIED = 4  # the most recently used layouts of the same decorations tried on a new figure
 RENDERERS_KEPT = 4  # picture sizes per panel (a control may change the figure's size)
 # Titles at a fixed height above the axes. Left to itself, matplotlib measures every tick label again on each draw
 # to check that none sits above the axes (none does in the course's figures): a tenth of a redraw. Set while a
@@ -56,19 +57,15 @@ class _Canvas(FigureCanvasAgg):
 _DIGITS = str.maketrans("123456789", "000000000")
 
 
-def _text_shape(text: str) -> str:
-    """What of a string decides how much room it takes: its characters, with every digit written 0 (the
-    course's font, DejaVu Sans, gives all digits one width), so "h = 0.7" and "h = 0.9" take the same room."""
-    return text.translate(_DIGITS)
-
-
-def _legend_shape(legend) -> tuple:
-    return tuple(_text_shape(text.get_text()) for text in legend.get_texts())
+def _lines(text: str) -> int:
+    """What of a title or label decides the layout: its number of lines (0 if empty), not its words."""
+    return text.count("\n") + 1 if text else 0
 
 
 def _tick_shapes(fig: Figure) -> tuple:
-    """The tick labels each axes of ``fig`` writes where it stands now (their number and width follow the
-    axes' size in pixels, which the layout decides), with the offset text ("1e-3") and which sides show them."""
+    """The tick labels each axes of ``fig`` writes where it stands now (their number and width follow the axes'
+    size in pixels, so the layout), every digit written 0 since the course's font (DejaVu Sans) gives all digits
+    one width; with the offset text ("1e-3") and which sides show them."""
     shapes = []
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
@@ -76,7 +73,7 @@ def _tick_shapes(fig: Figure) -> tuple:
             labels = formatter.format_ticks(axis.get_major_locator()())
             offset = formatter.get_offset() if hasattr(formatter, "get_offset") else ""
             params = tuple(sorted(axis.get_tick_params().items()))
-            shapes.append((tuple(map(_text_shape, labels)), _text_shape(offset), params))
+            shapes.append((tuple(label.translate(_DIGITS) for label in labels), offset.translate(_DIGITS), params))
     return tuple(shapes)
 
 
@@ -92,14 +89,13 @@ def _place(ax) -> tuple | str:
 def layout_key(fig: Figure) -> tuple:
     """A summary of what the constrained layout of ``fig`` depends on, but its tick labels (see ``_tick_shapes``)."""
     key = [tuple(fig.get_size_inches()), fig.dpi, len(fig.axes)]
-    key.extend(None if text is None else _text_shape(text.get_text()) for text in _figure_titles(fig))
-    key.extend(("figure legend", _legend_shape(legend)) for legend in fig.legends)
+    key.extend(None if text is None else _lines(text.get_text()) for text in _figure_titles(fig))
+    key.extend(("figure legend", len(legend.get_texts())) for legend in fig.legends)
     for ax in fig.axes:
-        titles = tuple(_text_shape(ax.get_title(loc)) for loc in ("left", "center", "right"))
-        labels = (_text_shape(ax.get_xlabel()), _text_shape(ax.get_ylabel()))
+        titles = tuple(_lines(ax.get_title(loc)) for loc in ("left", "center", "right"))
+        labels = (_lines(ax.get_xlabel()), _lines(ax.get_ylabel()))
         legend = ax.get_legend()
-        legend = None if legend is None else _legend_shape(legend)
-        key.append((type(ax).__name__, _place(ax), titles, labels, legend))
+        key.append((type(ax).__name__, _place(ax), titles, labels, None if legend is None else len(legend.get_texts())))
     return tuple(key)
 
 
@@ -167,12 +163,12 @@ class Drawer:
         puts them, writes tick labels of the same shape as the figure the layout was computed for.
         """
         key = layout_key(fig)
-        for (other, ticks), layout in reversed(self.layouts.items()):
-            if other == key:
-                _place_as(fig, layout)
-                if _tick_shapes(fig) == ticks:
-                    self.layouts.move_to_end((other, ticks))
-                    return layout
+        candidates = [(ticks, layout) for (other, ticks), layout in reversed(self.layouts.items()) if other == key]
+        for ticks, layout in candidates[:LAYOUTS_TRIED]:
+            _place_as(fig, layout)
+            if _tick_shapes(fig) == ticks:
+                self.layouts.move_to_end((key, ticks))
+                return layout
         return None
 
     def keep(self, fig: Figure) -> None:
