@@ -21,14 +21,15 @@ new figure and return it); everything that makes a redraw fast lives here, and o
 from __future__ import annotations
 
 import inspect
-import io
+import struct
+import zlib
 from collections import OrderedDict
 from collections.abc import Callable
 
+import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.transforms import Bbox
-from PIL import Image
 
 from ._render_text import TextCachingRenderer
 
@@ -217,13 +218,20 @@ def _place_as(fig: Figure, layout: tuple) -> None:
 
 
 def _png(canvas: FigureCanvasAgg) -> bytes:
+    """The canvas as a PNG: RGBA rows, no filter, zlib at level 1.
+
+    A slider's picture is shown once and thrown away, so speed matters more than a few kB. Pillow (which
+    matplotlib's own ``savefig`` uses) tries five filters on every row and takes twice as long, whatever the level.
+    """
     width, height = canvas.get_width_height(physical=True)
-    buffer = io.BytesIO()
-    # Level 1: a slider's picture is shown once and thrown away, so speed matters more than a few kB.
-    Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).save(
-        buffer, format="png", compress_level=1
-    )
-    return buffer.getvalue()
+    rows = np.zeros((height, 4 * width + 1), dtype=np.uint8)  # each row: filter type 0 (none), then its pixels
+    rows[:, 1:] = np.asarray(canvas.buffer_rgba()).reshape(height, 4 * width)
+    header = struct.pack(">IIBBBBB", width, height, 8, 6, 0, 0, 0)  # 8 bits per channel, colour type 6: RGBA
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows, 1)) + chunk(b"IEND", b"")
 
 
 def axes_keyword(plot_fn: Callable[..., object]) -> str | None:
