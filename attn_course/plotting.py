@@ -26,6 +26,13 @@ def _np(x) -> np.ndarray:
     return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
 
 
+def _scale_top(value: float) -> float:
+    """The smallest of 1, 2 and 5 times a power of ten that is at least ``value`` (> 0): the top of a scale that
+    moves in steps while a slider moves, so that bars and colours of neighbouring pictures can be compared."""
+    power = 10.0 ** np.floor(np.log10(value))
+    return next(float(step * power) for step in (1, 2, 5, 10) if step * power >= value * (1 - 1e-9))
+
+
 def _new_axes(ax, figsize):
     if ax is None:
         fig, ax = plt.subplots(figsize=figsize, layout="constrained")

@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from ._validate import require_float, require_int, require_rank
 from .data import noisy_samples, true_function
 from .kernels import lagrange_basis, nadaraya_watson
+from .plotting import _scale_top
 
 __all__ = ["plot_lagrange_basis", "plot_weight_comparison", "plot_noisy_fit"]
 
@@ -69,6 +70,9 @@ def plot_weight_comparison(
 ) -> Figure:
     """Both curves and the query (left); each method's weight of every data point, on its own scale (right).
 
+    Each weight scale runs to the first of 1, 2 and 5 times a power of ten above the largest weight (in size, and
+    as far below 0 for Lagrange's, which can be negative): it changes in steps while a slider moves.
+
     Args:
         query: the query x.
         nodes, values: (N,) the data points ``x_i`` and ``y_i``.
@@ -100,6 +104,8 @@ def plot_weight_comparison(
     idx = np.arange(len(nodes))
     for ax, w, colour, name in ((top, w_lag, "C2", "Lagrange"), (bottom, w_nw, "C0", "Gaussian")):
         ax.bar(idx, _np(w), width=0.6, color=colour)
+        top_weight = _scale_top(max(float(w.abs().max()), 1e-12))
+        ax.set_ylim(-top_weight if float(w.min()) < 0 else 0.0, top_weight)
         ax.axhline(0, color="0.4", linewidth=0.6)
         ax.set_ylabel("weight")
         ax.set_title(_weights_title(name, w), fontsize=9)

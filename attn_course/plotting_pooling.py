@@ -15,7 +15,7 @@ from matplotlib.colors import PowerNorm
 from matplotlib.figure import Figure
 
 from .kernels import KERNELS, nadaraya_watson
-from .plotting import _new_axes, _np
+from .plotting import _new_axes, _np, _scale_top
 
 __all__ = ["plot_regression", "plot_kernels", "plot_query_weights", "plot_nw_fit"]
 
@@ -74,6 +74,9 @@ def plot_query_weights(
 ) -> Figure:
     """One query's Nadaraya-Watson attention over the keys: data coloured by weight, weights as bars.
 
+    The colours and the bars share one weight scale, from 0 to the first of 0.01, 0.02, 0.05, 0.1, ... 1 above the
+    largest weight: it changes in steps, so a slider's neighbouring pictures can be compared.
+
     Args:
         query: the query x.
         keys, values: (K,) training inputs and targets.
@@ -83,6 +86,7 @@ def plot_query_weights(
     keys, values = torch.as_tensor(keys), torch.as_tensor(values)
     pred, weights = _query_weights(query, keys, values, kernel, bandwidth)
     keys_np = _np(keys)
+    scale = _scale_top(max(float(weights.max()), 1e-12))
     if axes is None:
         fig, axes = plt.subplots(2, 1, figsize=figsize, sharex=True, height_ratios=(2, 1), layout="constrained")
     top, bottom = axes
@@ -92,7 +96,7 @@ def plot_query_weights(
         c=weights,
         cmap="Reds",
         vmin=0,
-        vmax=max(float(weights.max()), 1e-12),
+        vmax=scale,
         s=22,
         edgecolors="0.4",
         linewidths=0.4,
@@ -111,7 +115,7 @@ def plot_query_weights(
     top.legend(fontsize=8, loc="best")
     top.figure.colorbar(points, ax=list(axes), label="weight", shrink=0.9)  # one bar keeps both x axes aligned
     bottom.vlines(keys_np, 0.0, weights, color="C3", linewidth=2.5)  # one thin bar per key, at the key's x
-    bottom.set_ylim(bottom=0.0)
+    bottom.set_ylim(0.0, scale)
     bottom.axvline(query, color="C0", linewidth=1)
     bottom.set_xlabel("key x_i")
     bottom.set_ylabel("attention weight")
