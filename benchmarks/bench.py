@@ -114,9 +114,10 @@ def sliders_section(records: list[dict]) -> tuple[str, list[str]]:
                 _ms(p95),
                 _ms(max(r["seconds"])),
                 "pass" if ok else "MISS",
+                "-" if r.get("same") is None else f"{r['same']}/{len(r['seconds'])}",
             ]
         )
-    header = ["nb", "panel", "control", "values", "median ms", "p95 ms", "max ms", "< 100 / 200 ms"]
+    header = ["nb", "panel", "control", "values", "median ms", "p95 ms", "max ms", "< 100 / 200 ms", "same"]
     return _table(header, rows), misses
 
 
@@ -245,8 +246,10 @@ SLIDER_NOTE = (
     "checkbox) with the other controls at their defaults; each value is timed from the change to the finished "
     "PNG, as the panel does it (`panel.render(...)`: the plotting function, then each figure drawn once to PNG). "
     "Target: median under 100 ms and 95th percentile under 200 ms for every control.\n\n"
+    "Same: how many of the control's pictures are, pixel for pixel, the figure drawn by matplotlib alone (its "
+    "own layout engine, a new canvas, no cache).\n\n"
     "Not included: the widget messages and the browser's drawing of the picture. The first change that gives a "
-    "figure a new shape (other tick label widths, another grid) pays for a layout pass; a new number of heads "
+    "figure a new shape (other tick labels, another grid) pays for a layout pass; a new number of heads "
     "(notebook 06) changes the figure's grid, so every value of that control builds and lays out a new figure. "
     "Panels of notebooks 07 and 08 are timed like the others (their plotting functions live in modules of their "
     "own)."

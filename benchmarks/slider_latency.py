@@ -5,13 +5,14 @@ a script, one notebook per process) with ``attn_course.slider_panel`` wrapped by
 panel it returns and the arguments it was built with; the cells after it run unchanged. Every control is then
 swept over its range (about 15 values of a slider, every option of a dropdown or a checkbox) with the other
 controls at their defaults. Each step is timed from the change to the last PNG byte, as the panel does it:
-``panel.render(**change)`` (``plot_fn`` and each figure drawn to PNG). A panel without ``render`` (a
-``slider_panel`` of before) is timed as ``plt.show()`` under the inline backend would draw it:
+``panel.render(**change)`` (``plot_fn`` and each figure drawn to PNG). Each picture is then compared with the
+figure drawn by matplotlib alone, to show that what makes a panel fast changes nothing a student sees. A panel
+without ``render`` (a ``slider_panel`` of before) is timed as ``plt.show()`` under the inline backend would draw it:
 ``plot_fn(...)``, then every open figure through ``IPython.core.pylabtools.print_figure`` (the inline
 backend's own function: figure dpi, bbox 'tight'), then closed.
 
 Usage (what ``bench.py`` does for each notebook): ``python slider_latency.py NOTEBOOK.ipynb`` prints one JSON
-list of records ``{"notebook", "cell", "panel", "control", "argument", "values", "seconds"}``.
+list of records ``{"notebook", "cell", "panel", "control", "argument", "values", "seconds", "same"}``.
 """
 
 from __future__ import annotations
@@ -73,22 +74,58 @@ def _inline_render(plot_fn, fixed: dict, values: dict) -> None:
     plt.close("all")
 
 
+def drawn_alone(plot_fn, fixed: dict, values: dict):
+    """The RGBA pixels (H, W, 4) of ``plot_fn``'s figure drawn by matplotlib alone: its own layout engine, a new
+    Agg canvas, no cache of any kind (with the rc settings a panel draws with)."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from attn_course import _render
+
+    with plt.rc_context(_render.TITLES_AT_TOP):
+        fig = plot_fn(**fixed, **values)
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()
+        pixels = np.asarray(canvas.buffer_rgba()).copy()
+    plt.close(fig)
+    return pixels
+
+
+def _same_picture(png: bytes, pixels) -> bool:
+    import numpy as np
+    from PIL import Image
+
+    got = np.asarray(Image.open(io.BytesIO(png)).convert("RGBA"))
+    return got.shape == pixels.shape and bool(np.array_equal(got, pixels))
+
+
 def time_panel(panel, plot_fn, controls: dict, fixed: dict) -> list[dict]:
-    """Sweep each control of one panel with the others at their defaults; seconds per value."""
+    """Sweep each control of one panel with the others at their defaults; seconds per value.
+
+    Then each picture the sweep drew is compared with the figure drawn alone (``drawn_alone``): ``"same"``
+    counts the values whose picture is that one, pixel for pixel (None for a panel without ``render``).
+    """
     defaults = {name: control.value for name, control in controls.items()}
     render = getattr(panel, "render", None)
     records = []
     for name, control in controls.items():
-        values, seconds = sweep_values(control), []
+        values, seconds, pictures = sweep_values(control), [], []
         for value in values:
             start = CLOCK()
             if render is not None:
-                render(**{**defaults, name: value})
+                pictures.append(render(**{**defaults, name: value}))
             else:
                 _inline_render(plot_fn, fixed, {**defaults, name: value})
             seconds.append(CLOCK() - start)
+        same = None
+        if render is not None:  # after the timing, which the comparison would disturb
+            same = sum(
+                len(pngs) == 1 and _same_picture(pngs[0], drawn_alone(plot_fn, fixed, {**defaults, name: value}))
+                for value, pngs in zip(values, pictures, strict=True)
+            )
         label = getattr(control, "description", "") or name
-        records.append({"control": label, "argument": name, "values": values, "seconds": seconds})
+        records.append({"control": label, "argument": name, "values": values, "seconds": seconds, "same": same})
     return records
 
 
