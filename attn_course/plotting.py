@@ -175,16 +175,21 @@ def show_heatmaps(
             raise ValueError(f"ax must hold one axes per panel ({rows * cols}), got {given.size}")
         fig, axes = given[0].figure, given.reshape(rows, cols)
     else:
-        fig, axes = plt.subplots(
-            rows, cols, figsize=figsize, squeeze=False, sharex=shared, sharey=shared, layout="constrained"
-        )
+        fig, axes = plt.subplots(rows, cols, figsize=figsize, squeeze=False, layout="constrained")
     for r in range(rows):
         for c in range(cols):
             ax = axes[r, c]
             _draw_matrix(ax, grid[r, c], lo, hi, cmap, bool(annotate), fmt, square=num_q * num_k <= 400)
-            _thin_ticks(ax, "x", panel_labels["xticklabels"][r * cols + c], num_k)
-            _thin_ticks(ax, "y", panel_labels["yticklabels"][r * cols + c], num_q)
-            ax.tick_params(labelbottom=r == rows - 1 or not shared, labelleft=c == 0 or not shared, length=0)
+            # With one set of labels for all panels, only the bottom row and the first column write them.
+            if r == rows - 1 or not shared:
+                _thin_ticks(ax, "x", panel_labels["xticklabels"][r * cols + c], num_k)
+            else:
+                ax.set_xticks([])
+            if c == 0 or not shared:
+                _thin_ticks(ax, "y", panel_labels["yticklabels"][r * cols + c], num_q)
+            else:
+                ax.set_yticks([])
+            ax.tick_params(length=0)
             ax.set_xlabel(xlabel if r == rows - 1 else "")
             ax.set_ylabel(ylabel if c == 0 else "")
             if titles is not None:
