@@ -273,11 +273,13 @@ def clear(fig: Figure) -> list:
         if ax.get_legend() is not None:
             ax.get_legend().remove()
         for loc in ("left", "center", "right"):
-            ax.set_title("", loc=loc)
+            if ax.get_title(loc):
+                ax.set_title("", loc=loc)  # also back to the default font, as on new axes
         ax.set_xlabel("")
         ax.set_ylabel("")
-        ax.xaxis.set_inverted(False)
-        ax.yaxis.set_inverted(False)
+        for axis in (ax.xaxis, ax.yaxis):
+            if axis.get_inverted():
+                axis.set_inverted(False)
         ax.dataLim.set(Bbox.null())
         ax.ignore_existing_data_limits = True
         ax.set_autoscale_on(True)
