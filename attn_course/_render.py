@@ -35,7 +35,7 @@ from matplotlib.transforms import Bbox
 from ._render_text import TextCachingRenderer
 
 LAYOUTS_KEPT = 64  # layouts remembered per panel (one per figure shape met while sliding)
-LAYOUTS_TRIED = 4  # the most recently used layouts of the same decorations tried on a new figure
+LAYOUTS_TRIED = 16  # layouts of the same decorations tried on a new figure, the most recently used first
 RENDERERS_KEPT = 4  # picture sizes per panel (a control may change the figure's size)
 # Titles at a fixed height above the axes. Left to itself, matplotlib measures every tick label again on each draw
 # to check that none sits above the axes (none does in the course's figures): a tenth of a redraw. Set while a
@@ -76,6 +76,8 @@ def _tick_shapes(fig: Figure) -> tuple:
             labels = formatter.format_ticks(axis.get_major_locator()())
             offset = formatter.get_offset() if hasattr(formatter, "get_offset") else ""
             params = tuple(sorted(axis.get_tick_params().items()))
+            label = axis.majorTicks[0].label1  # set_xticks(..., rotation=45, ha="right") sets the labels, not params
+            params += (label.get_rotation(), label.get_horizontalalignment(), label.get_verticalalignment())
             labels = tuple(label.translate(_DIGITS) for label in labels)
             if isinstance(axis.get_major_locator(), FixedLocator) and labels:  # labels at fixed places (tokens):
                 labels = (len(labels), frozenset(labels), labels[0], labels[-1])  # the widest and the two ends

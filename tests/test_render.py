@@ -139,3 +139,16 @@ def test_the_axes_keyword_is_found_in_the_signature():
     assert _render.axes_keyword(lambda x, ax=None: None) == "ax"
     assert _render.axes_keyword(lambda x, axes=(): None) is None  # not a "None: draw a new figure" argument
     assert _render.axes_keyword(lambda **kwargs: None) is None
+
+
+def test_a_layout_is_redone_for_the_same_tick_labels_turned_another_way():
+    def figure(rotation: float):
+        fig, ax = plt.subplots(figsize=(3.0, 2.0), layout="constrained")
+        ax.set_xticks([0, 1, 2], ["alpha", "beta", "gamma"], rotation=rotation, ha="right" if rotation else "center")
+        return fig
+
+    drawer = _render.Drawer()
+    drawer.png(figure(0))
+    assert np.array_equal(_image(drawer.png(figure(45))), _plain(figure(45)))
+    assert len(drawer.layouts) == 2
+    plt.close("all")
