@@ -7,7 +7,7 @@ new figure and return it); everything that makes a redraw fast lives here, and o
   out and draws it twice, and measures it once more for a tight bounding box);
 * the constrained layout is computed once for each set of decorations that decides it and reused after: the number
   of lines of the titles and axis labels, the legends' entries, and the tick labels each axes writes once laid out
-  (their number follows the axes' size; every digit is read as 0, all digits being one width). Matplotlib's layout
+  (their number follows the axes' size). Matplotlib's layout
   also looks at where the end ticks fall, which this key does not hold, so the result is checked, not assumed:
   ``make bench`` compares every slider picture of the course with the figure drawn alone (334 of 334 the same);
 * one Agg renderer per picture size serves every figure of a panel and keeps the strings it has rasterised
@@ -26,6 +26,7 @@ import zlib
 from collections import OrderedDict
 from collections.abc import Callable
 
+import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -56,9 +57,6 @@ class _Canvas(FigureCanvasAgg):
         return self.renderer
 
 
-_DIGITS = str.maketrans("123456789", "000000000")
-
-
 def _lines(text: str) -> int:
     """What of a title or label decides the layout: its number of lines (0 if empty), not its words."""
     return text.count("\n") + 1 if text else 0
@@ -66,9 +64,9 @@ def _lines(text: str) -> int:
 
 def _tick_shapes(fig: Figure) -> tuple:
     """The tick labels each axes of ``fig`` writes where it stands now (their number and width follow the axes'
-    size in pixels, so the layout), every digit written 0 since the course's font (DejaVu Sans) gives all digits
-    one width; with the offset text ("1e-3") and which sides show them. Of labels fixed at given places (tokens),
-    what the layout measures: how many, the set of them (the widest is in it) and the two at the ends."""
+    size in pixels, so the layout), with the offset text ("1e-3"), which sides show them and how they are turned.
+    Exact strings: the layout measures the ink, and a "1" is narrower than a "0". Of labels fixed at given places
+    (tokens), what the layout measures: how many, the set of them (the widest is in it) and the two at the ends."""
     shapes = []
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
@@ -76,12 +74,12 @@ def _tick_shapes(fig: Figure) -> tuple:
             labels = formatter.format_ticks(axis.get_major_locator()())
             offset = formatter.get_offset() if hasattr(formatter, "get_offset") else ""
             params = tuple(sorted(axis.get_tick_params().items()))
-            label = axis.majorTicks[0].label1  # set_xticks(..., rotation=45, ha="right") sets the labels, not params
-            params += (label.get_rotation(), label.get_horizontalalignment(), label.get_verticalalignment())
-            labels = tuple(label.translate(_DIGITS) for label in labels)
+            first = axis.majorTicks[0].label1  # set_xticks(..., rotation=45, ha="right") sets the labels, not params
+            params += (first.get_rotation(), first.get_horizontalalignment(), first.get_verticalalignment())
+            labels = tuple(labels)
             if isinstance(axis.get_major_locator(), FixedLocator) and labels:  # labels at fixed places (tokens):
                 labels = (len(labels), frozenset(labels), labels[0], labels[-1])  # the widest and the two ends
-            shapes.append((labels, offset.translate(_DIGITS), params))
+            shapes.append((labels, offset, params))
     return tuple(shapes)
 
 
@@ -202,7 +200,9 @@ class Drawer:
             result = plot_fn(**arguments, **{keyword: axes[0] if keyword == "ax" and len(axes) == 1 else axes})
         except Exception:  # noqa: BLE001 - these axes do not fit the new values (say, another number of panels):
             return None  # a new figure is drawn, which raises again if the values themselves are wrong
-        if result is not fig:
+        if result is not fig:  # it drew a figure of its own: not shown, the caller draws a new one
+            if isinstance(result, Figure):
+                plt.close(result)
             return None
         self._kept = fig
         return self._draw_laid_out(fig)

@@ -384,3 +384,18 @@ def test_a_panel_draws_a_new_figure_when_the_new_values_need_other_axes():
     got = _image(panel.render(num_heads=2)[0])  # two panels: the four of the last figure do not fit
     expected = _image(_plain_png(plot_head_weights(num_heads=2)))
     assert got.shape == expected.shape and np.array_equal(got, expected)
+
+
+def test_a_plot_function_that_ignores_the_axes_it_is_given_leaves_no_figure_open():
+    def plot(h: float, axes=None):  # always a figure of its own
+        fig, ax = plt.subplots(figsize=(2, 2), layout="constrained")
+        ax.plot([0, 1], [0, h])
+        return fig
+
+    panel = slider_panel(plot, {"h": widgets.FloatSlider(value=1.0)})
+    for h in (0.5, 2.0, 3.0):
+        got = _image(panel.render(h=h)[0])
+        assert np.array_equal(got, _image(_plain_png(plot(h))))
+    plt.close("all")
+    panel.render(h=1.5)
+    assert plt.get_fignums() == []
