@@ -7,7 +7,7 @@ new figure and return it); everything that makes a redraw fast lives here, and o
   out and draws it twice, and measures it once more for a tight bounding box);
 * the constrained layout is computed once for each set of decorations that decides it and reused after: the number
   of lines of the titles and axis labels, the legends' entries, and the tick labels each axes writes once laid out
-  (their number follows the axes' size). Matplotlib's layout
+  (their number follows the axes' size; exact strings, since digits differ in ink width). Matplotlib's layout
   also looks at where the end ticks fall, which this key does not hold, so the result is checked, not assumed:
   ``make bench`` compares every slider picture of the course with the figure drawn alone (334 of 334 the same);
 * one Agg renderer per picture size serves every figure of a panel and keeps the strings it has rasterised
