@@ -86,20 +86,37 @@ def _draw_matrix(
                     va="center",
                     fontsize=fontsize,
                     color="black" if luminance[i, j] > 0.408 else "white",
+                    in_layout=False,  # inside its cell: not a decoration the layout makes room for
                 )
     return mesh
 
 
-def _thin_ticks(ax, axis: str, labels: Sequence[str] | None, n: int, max_ticks: int = 20) -> None:
-    """Label every cell up to ``max_ticks`` cells, then every k-th one."""
-    step = max(1, int(np.ceil(n / max_ticks)))
-    positions = np.arange(0, n, step)
-    texts = [str(labels[i]) if labels is not None else str(i) for i in positions]
+def _thin_ticks(
+    ax, axis: str, labels: Sequence[str] | None, n: int, max_ticks: int = 20, slanted: bool | None = None
+) -> None:
+    """Label every cell up to ``max_ticks`` cells, then every k-th one.
+
+    ``slanted``: turn the x labels by 45 degrees; by default when one is longer than 3 characters (words, not
+    short numbers).
+    """
+    positions, texts = _tick_texts(labels, n, max_ticks)
     if axis == "x":
-        slanted = max(map(len, texts), default=0) > 3  # words: slant them; short numbers: upright
+        slanted = _long(texts) if slanted is None else slanted
         ax.set_xticks(positions + 0.5, texts, rotation=45 if slanted else 0, ha="right" if slanted else "center")
     else:
         ax.set_yticks(positions + 0.5, texts, rotation=0)
+
+
+def _tick_texts(labels: Sequence[str] | None, n: int, max_ticks: int = 20) -> tuple[np.ndarray, list[str]]:
+    """The cells ``_thin_ticks`` labels (every cell up to ``max_ticks``, then every k-th) and their labels."""
+    step = max(1, int(np.ceil(n / max_ticks)))
+    positions = np.arange(0, n, step)
+    return positions, [str(labels[i]) if labels is not None else str(i) for i in positions]
+
+
+def _long(texts: list[str]) -> bool:
+    """Whether x tick labels are slanted: when one of them is longer than 3 characters."""
+    return max(map(len, texts), default=0) > 3
 
 
 def show_heatmaps(
@@ -157,6 +174,7 @@ def show_heatmaps(
                     f"{name} must hold {n} labels (one per {'key' if name[0] == 'x' else 'query'}), got {len(panel)}"
                 )
     shared = all(len({tuple(p) if p is not None else None for p in v}) == 1 for v in panel_labels.values())
+    slanted = any(_long(_tick_texts(p, num_k)[1]) for p in panel_labels["xticklabels"])  # one rule for all panels
     if titles is not None and len(titles) != rows * cols:
         raise ValueError(f"titles must hold {rows * cols} titles (one per panel), got {len(titles)}")
     if not np.isfinite(data).all():
@@ -179,10 +197,13 @@ def show_heatmaps(
     for r in range(rows):
         for c in range(cols):
             ax = axes[r, c]
-            _draw_matrix(ax, grid[r, c], lo, hi, cmap, bool(annotate), fmt, square=num_q * num_k <= 400)
+            # Cells are not forced square: the constrained layout measures a fixed-aspect axes before its aspect
+            # shrinks it, and left the x labels outside the figure (matplotlib issue 11809); figsize keeps them near
+            # square instead.
+            _draw_matrix(ax, grid[r, c], lo, hi, cmap, bool(annotate), fmt, square=False)
             # With one set of labels for all panels, only the bottom row and the first column write them.
             if r == rows - 1 or not shared:
-                _thin_ticks(ax, "x", panel_labels["xticklabels"][r * cols + c], num_k)
+                _thin_ticks(ax, "x", panel_labels["xticklabels"][r * cols + c], num_k, slanted=slanted)
             else:
                 ax.set_xticks([])
             if c == 0 or not shared:

@@ -52,8 +52,8 @@ def plot_head_weights(num_heads: int = 4, num_hiddens: int = 16, seed: int = 0, 
         vmin=0.0,
         vmax=1.0,
         annotate=False,
-        figsize=(cols * 2.8 + 1.2, rows * 2.8 + 1.0),
-        suptitle=f"{num_heads} heads, one sequence (weights at initialisation)",
+        figsize=(max(cols * 2.8 + 1.2, 5.0), rows * 2.8 + 1.0),  # at least as wide as the title
+        suptitle=f"{num_heads} head{'s' if num_heads > 1 else ''}, one sequence (weights at initialisation)",
     )
 
 

@@ -104,6 +104,8 @@ def sliders_section(records: list[dict]) -> tuple[str, list[str]]:
         where = f"{r['notebook'][:2]} {r['panel']} / {r['control']}"
         if not ok:
             misses.append(where)
+        if r.get("inside") is not None and r["inside"] < len(r["seconds"]):
+            misses.append(f"{where} (pictures cut at an edge)")
         rows.append(
             [
                 r["notebook"][:2],
@@ -115,9 +117,10 @@ def sliders_section(records: list[dict]) -> tuple[str, list[str]]:
                 _ms(max(r["seconds"])),
                 "pass" if ok else "MISS",
                 "-" if r.get("same") is None else f"{r['same']}/{len(r['seconds'])}",
+                "-" if r.get("inside") is None else f"{r['inside']}/{len(r['seconds'])}",
             ]
         )
-    header = ["nb", "panel", "control", "values", "median ms", "p95 ms", "max ms", "< 100 / 200 ms", "same"]
+    header = ["nb", "panel", "control", "values", "median ms", "p95 ms", "max ms", "< 100 / 200 ms", "same", "inside"]
     return _table(header, rows), misses
 
 
@@ -247,7 +250,8 @@ SLIDER_NOTE = (
     "PNG, as the panel does it (`panel.render(...)`: the plotting function, then each figure drawn once to PNG). "
     "Target: median under 100 ms and 95th percentile under 200 ms for every control.\n\n"
     "Same: how many of the control's pictures are, pixel for pixel, the figure drawn by matplotlib alone (its "
-    "own layout engine, a new canvas, no cache).\n\n"
+    "own layout engine, a new canvas, no cache). Inside: how many of those figures draw nothing outside the "
+    "picture (a tick label or title cut at the edge counts as outside); a picture outside counts as a miss.\n\n"
     "Not included: the widget messages and the browser's drawing of the picture. The first change that gives a "
     "figure a new shape (other tick labels, another grid) pays for a layout pass; a new number of heads "
     "(notebook 06) changes the figure's grid, so every value of that control builds and lays out a new figure. "

@@ -12,7 +12,7 @@ without ``render`` (a ``slider_panel`` of before) is timed as ``plt.show()`` und
 backend's own function: figure dpi, bbox 'tight'), then closed.
 
 Usage (what ``bench.py`` does for each notebook): ``python slider_latency.py NOTEBOOK.ipynb`` prints one JSON
-list of records ``{"notebook", "cell", "panel", "control", "argument", "values", "seconds", "same"}``.
+list of records ``{"notebook", "cell", "panel", "control", "argument", "values", "seconds", "same", "inside"}``.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from pathlib import Path
 
 VALUES_PER_SLIDER = 15  # values of a slider's range swept per control (dropdowns and checkboxes: all options)
 TARGET_MEDIAN, TARGET_P95 = 0.100, 0.200  # seconds: a change that feels instant
+EDGE_PX = 0.5  # a figure's drawing may pass the picture's edge by this much (anti-aliasing) and count as inside
 CLOCK = time.process_time if os.environ.get("ATTN_BENCH_CPU_TIME") else time.perf_counter  # CPU time: to debug
 
 
@@ -76,7 +77,8 @@ def _inline_render(plot_fn, fixed: dict, values: dict) -> None:
 
 def drawn_alone(plot_fn, fixed: dict, values: dict):
     """The RGBA pixels (H, W, 4) of ``plot_fn``'s figure drawn by matplotlib alone: its own layout engine, a new
-    Agg canvas, no cache of any kind (with the rc settings a panel draws with)."""
+    Agg canvas, no cache of any kind (with the rc settings a panel draws with); and whether everything the figure
+    draws lies inside the picture (no label cut off at an edge)."""
     import matplotlib.pyplot as plt
     import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -88,8 +90,11 @@ def drawn_alone(plot_fn, fixed: dict, values: dict):
         canvas = FigureCanvasAgg(fig)
         canvas.draw()
         pixels = np.asarray(canvas.buffer_rgba()).copy()
+        box = fig.get_tightbbox(canvas.get_renderer()).transformed(fig.dpi_scale_trans)  # in pixels
     plt.close(fig)
-    return pixels
+    width, height = canvas.get_width_height()
+    inside = box.x0 >= -EDGE_PX and box.y0 >= -EDGE_PX and box.x1 <= width + EDGE_PX and box.y1 <= height + EDGE_PX
+    return pixels, bool(inside)
 
 
 def _same_picture(png: bytes, pixels) -> bool:
@@ -104,7 +109,8 @@ def time_panel(panel, plot_fn, controls: dict, fixed: dict) -> list[dict]:
     """Sweep each control of one panel with the others at their defaults; seconds per value.
 
     Then each picture the sweep drew is compared with the figure drawn alone (``drawn_alone``): ``"same"``
-    counts the values whose picture is that one, pixel for pixel (None for a panel without ``render``).
+    counts the values whose picture is that one, pixel for pixel, and ``"inside"`` those whose figure draws nothing
+    outside the picture (both None for a panel without ``render``).
     """
     defaults = {name: control.value for name, control in controls.items()}
     render = getattr(panel, "render", None)
@@ -118,14 +124,18 @@ def time_panel(panel, plot_fn, controls: dict, fixed: dict) -> list[dict]:
             else:
                 _inline_render(plot_fn, fixed, {**defaults, name: value})
             seconds.append(CLOCK() - start)
-        same = None
+        same = inside = None
         if render is not None:  # after the timing, which the comparison would disturb
+            alone = [drawn_alone(plot_fn, fixed, {**defaults, name: value}) for value in values]
             same = sum(
-                len(pngs) == 1 and _same_picture(pngs[0], drawn_alone(plot_fn, fixed, {**defaults, name: value}))
-                for value, pngs in zip(values, pictures, strict=True)
+                len(pngs) == 1 and _same_picture(pngs[0], pixels)
+                for pngs, (pixels, _) in zip(pictures, alone, strict=True)
             )
+            inside = sum(fits for _, fits in alone)
         label = getattr(control, "description", "") or name
-        records.append({"control": label, "argument": name, "values": values, "seconds": seconds, "same": same})
+        records.append(
+            {"control": label, "argument": name, "values": values, "seconds": seconds, "same": same, "inside": inside}
+        )
     return records
 
 

@@ -14,7 +14,9 @@ from torch.testing import assert_close
 from attn_course import (
     KERNELS,
     nadaraya_watson,
+    plot_head_weights,
     plot_kernels,
+    plot_masking_demo,
     plot_nw_fit,
     plot_query_weights,
     plot_regression,
@@ -396,3 +398,36 @@ def test_show_heatmaps_figure_values_match_weights_of_attention(gen):
     _, weights = nadaraya_watson(torch.linspace(0, 3, 4), x, x, "gaussian", 0.5)
     (ax,) = _panels(show_heatmaps(weights))
     assert_close(torch.as_tensor(np.asarray(_mesh(ax).get_array()), dtype=torch.float32).reshape(4, 5), weights)
+
+
+def _outside_px(fig: Figure) -> float:
+    """How far (in pixels) the figure's drawing passes the edge of its picture, drawn once as a slider draws it."""
+    canvas = fig.canvas
+    canvas.draw()
+    box = fig.get_tightbbox(canvas.get_renderer()).transformed(fig.dpi_scale_trans)
+    width, height = canvas.get_width_height()
+    return max(-box.x0, -box.y0, box.x1 - width, box.y1 - height)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        # one panel's keys slanted (<pad>), the other's upright: the slanted labels and "Keys" stood below the picture
+        lambda: plot_masking_demo(4, 6),
+        lambda: plot_masking_demo(6, 6),
+        lambda: plot_head_weights(1),  # one head: the suptitle was wider than the figure
+        lambda: show_heatmaps(_rand(2, 6, 6), xticklabels=[["a"] * 6, ["word"] * 6], yticklabels=list("abcdef")),
+    ],
+)
+def test_heatmap_figures_fit_their_picture_in_one_draw(make):
+    fig = make()
+    assert _outside_px(fig) <= 0.5
+    plt.close(fig)
+
+
+def test_show_heatmaps_slants_every_panel_alike_and_numbers_stay_out_of_the_layout():
+    fig = show_heatmaps(_rand(2, 3, 3), xticklabels=[["a", "b", "c"], ["a", "b", "<pad>"]])
+    rotations = {t.get_rotation() for ax in _panels(fig) for t in ax.get_xticklabels()}
+    assert rotations == {45.0}  # one panel's long label slants both panels' labels
+    assert all(not t.get_in_layout() for ax in _panels(fig) for t in ax.texts)  # inside the cells
+    plt.close(fig)
