@@ -7,9 +7,10 @@ new figure and return it); everything that makes a redraw fast lives here, and o
   out and draws it twice, and measures it once more for a tight bounding box);
 * the constrained layout is computed once for each set of decorations that decides it and reused after: the number
   of lines of the titles and axis labels, the legends' entries, and the tick labels each axes writes once laid out
-  (their number follows the axes' size; exact strings, since digits differ in ink width). Matplotlib's layout
-  also looks at where the end ticks fall, which this key does not hold, so the result is checked, not assumed:
-  ``make bench`` compares every slider picture of the course with the figure drawn alone (334 of 334 the same);
+  (their number follows the axes' size; exact strings, since digits differ in ink width), or, for tokens at fixed
+  places, the room they take (``attn_course._render_layout``). Matplotlib's layout also looks at where the end
+  ticks fall, which this key does not hold, so the result is checked, not assumed: ``make bench`` compares every
+  slider picture of the course with the figure drawn alone;
 * one Agg renderer per picture size serves every figure of a panel and keeps the strings it has rasterised
   (``attn_course._render_text``);
 * a panel whose plotting function takes ``axes=`` (or ``ax=``) draws each new figure on the axes of the last one,
@@ -30,13 +31,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import FixedLocator
 from matplotlib.transforms import Bbox
 
+from ._render_layout import decoration_boxes, figure_titles, layout_key, layout_of, loose, place_as, tick_shapes
 from ._render_text import TextCachingRenderer
 
 LAYOUTS_KEPT = 64  # layouts remembered per panel (one per figure shape met while sliding)
 LAYOUTS_TRIED = 16  # layouts of the same decorations tried on a new figure, the most recently used first
+LAYOUTS_MEASURED = 2  # of those, how many are measured (``decoration_boxes``) when only their tokens differ
 RENDERERS_KEPT = 4  # picture sizes per panel (a control may change the figure's size)
 # Titles at a fixed height above the axes. Left to itself, matplotlib measures every tick label again on each draw
 # to check that none sits above the axes (none does in the course's figures): a tenth of a redraw. Set while a
@@ -57,64 +59,11 @@ class _Canvas(FigureCanvasAgg):
         return self.renderer
 
 
-def _lines(text: str) -> int:
-    """What of a title or label decides the layout: its number of lines (0 if empty), not its words."""
-    return text.count("\n") + 1 if text else 0
-
-
-def _tick_shapes(fig: Figure) -> tuple:
-    """The tick labels each axes of ``fig`` writes where it stands now (their number and width follow the axes'
-    size in pixels, so the layout), with the offset text ("1e-3"), which sides show them and how they are turned.
-    Exact strings: the layout measures the ink, and a "1" is narrower than a "0". Of labels fixed at given places
-    (tokens), what the layout measures: how many, the set of them (the widest is in it) and the two at the ends."""
-    shapes = []
-    for ax in fig.axes:
-        for axis in (ax.xaxis, ax.yaxis):
-            formatter = axis.get_major_formatter()
-            labels = formatter.format_ticks(axis.get_major_locator()())
-            offset = formatter.get_offset() if hasattr(formatter, "get_offset") else ""
-            params = tuple(sorted(axis.get_tick_params().items()))
-            first = axis.majorTicks[0].label1  # set_xticks(..., rotation=45, ha="right") sets the labels, not params
-            params += (first.get_rotation(), first.get_horizontalalignment(), first.get_verticalalignment())
-            labels = tuple(labels)
-            if isinstance(axis.get_major_locator(), FixedLocator) and labels:  # labels at fixed places (tokens):
-                labels = (len(labels), frozenset(labels), labels[0], labels[-1])  # the widest and the two ends
-            shapes.append((labels, offset, params))
-    return tuple(shapes)
-
-
-def _place(ax) -> tuple | str:
-    """Where ``ax`` sits before any layout: its cell of the grid, or its label (a colour bar's "<colorbar>")."""
-    spec = ax.get_subplotspec()
-    if spec is None:
-        return ax.get_label()
-    grid = spec.get_gridspec()
-    return spec.get_geometry(), tuple(grid.get_width_ratios() or ()), tuple(grid.get_height_ratios() or ())
-
-
-def layout_key(fig: Figure) -> tuple:
-    """A summary of what the constrained layout of ``fig`` depends on, but its tick labels (see ``_tick_shapes``)."""
-    key = [tuple(fig.get_size_inches()), fig.dpi, len(fig.axes)]
-    key.extend(None if text is None else _lines(text.get_text()) for text in _figure_titles(fig))
-    key.extend(("figure legend", len(legend.get_texts())) for legend in fig.legends)
-    for ax in fig.axes:
-        titles = tuple(_lines(ax.get_title(loc)) for loc in ("left", "center", "right"))
-        labels = (_lines(ax.get_xlabel()), _lines(ax.get_ylabel()))
-        legend = ax.get_legend()
-        key.append((type(ax).__name__, _place(ax), titles, labels, None if legend is None else len(legend.get_texts())))
-    return tuple(key)
-
-
-def _figure_titles(fig: Figure) -> list:
-    """The figure's suptitle, supxlabel and supylabel (None where absent): the constrained layout moves them."""
-    return [getattr(fig, name, None) for name in ("_suptitle", "_supxlabel", "_supylabel")]
-
-
 class Drawer:
     """Draws a panel's figures to PNG, reusing layouts and rasterised text from one figure to the next."""
 
     def __init__(self):
-        self.layouts = OrderedDict()  # (layout_key, tick shapes) -> (axes positions, figure title positions)
+        self.layouts = OrderedDict()  # (layout_key, tick shapes) -> (layout (see layout_of), decoration boxes)
         self._renderers = OrderedDict()  # (width, height, dpi) -> renderer
         self._kept = None  # the last figure drawn, whose axes the next one may be drawn on
         self._engine = None  # the layout engine of the panel's figures
@@ -145,35 +94,50 @@ class Drawer:
 
     def _draw_laid_out(self, fig: Figure) -> bytes:
         """Draw ``fig``, its axes where no layout has moved them yet, with a layout met before or a new one."""
-        before = _layout_of(fig)
+        before = layout_of(fig)
         canvas = _Canvas(fig, self)
-        if self._layout_for(fig) is None:
-            _place_as(fig, before)  # as the figure came: the layout engine starts from there
+        if self._layout_for(fig, canvas) is None:
+            place_as(fig, before)  # as the figure came: the layout engine starts from there
             for ax in fig.axes:
                 ax.set_in_layout(True)  # which set_position turned off
             fig.set_layout_engine(self._engine)
             canvas.draw()  # the layout engine places the axes (and moves the figure's titles) first
-            self.layouts[layout_key(fig), _tick_shapes(fig)] = _layout_of(fig)
-            while len(self.layouts) > LAYOUTS_KEPT:
-                self.layouts.popitem(last=False)
+            self._remember(fig, layout_of(fig), tuple(decoration_boxes(fig, canvas.get_renderer())))
         else:
             fig.set_layout_engine("none")  # the axes stand where the layout puts them: no layout pass in the draw
             canvas.draw()
         fig.set_layout_engine("none")  # the positions are the layout now
         return _png(canvas)
 
-    def _layout_for(self, fig: Figure) -> tuple | None:
+    def _remember(self, fig: Figure, layout: tuple, boxes: tuple) -> None:
+        """Keep ``layout`` for figures with the decorations and tick labels of ``fig`` (standing there)."""
+        self.layouts[layout_key(fig), tick_shapes(fig)] = layout, boxes
+        while len(self.layouts) > LAYOUTS_KEPT:
+            self.layouts.popitem(last=False)
+
+    def _layout_for(self, fig: Figure, canvas: FigureCanvasAgg) -> tuple | None:
         """A layout met before that fits ``fig``, with ``fig``'s axes and titles put there; or None.
 
         A layout fits when the figure has the same decorations (``layout_key``) and, with its axes where the layout
-        puts them, writes tick labels of the same shape as the figure the layout was computed for.
+        puts them, writes tick labels of the same shape as the figure the layout was computed for; or, failing
+        that, the same labels but other tokens at fixed places that take the same room (``decoration_boxes``).
         """
         key = layout_key(fig)
-        candidates = [(ticks, layout) for (other, ticks), layout in reversed(self.layouts.items()) if other == key]
-        for ticks, layout in candidates[:LAYOUTS_TRIED]:
-            _place_as(fig, layout)
-            if _tick_shapes(fig) == ticks:
+        candidates = [(ticks, entry) for (other, ticks), entry in reversed(self.layouts.items()) if other == key]
+        near = []  # layouts whose figure wrote other tokens at the same fixed places, but the same other labels
+        for ticks, (layout, boxes) in candidates[:LAYOUTS_TRIED]:
+            place_as(fig, layout)
+            shapes = tick_shapes(fig)
+            if shapes == ticks:
                 self.layouts.move_to_end((key, ticks))
+                return layout
+            if loose(shapes) == loose(ticks):
+                near.append((layout, boxes))
+        for layout, boxes in near[:LAYOUTS_MEASURED]:
+            place_as(fig, layout)
+            measured = decoration_boxes(fig, canvas.get_renderer())  # axis by axis, up to the first that differs
+            if all(new == old for new, old in zip(measured, boxes, strict=True)):
+                self._remember(fig, layout, boxes)
                 return layout
         return None
 
@@ -206,22 +170,6 @@ class Drawer:
             return None
         self._kept = fig
         return self._draw_laid_out(fig)
-
-
-def _layout_of(fig: Figure) -> tuple:
-    """Where ``fig``'s axes and titles stand: (axes positions, figure title positions)."""
-    positions = [ax.get_position(original=True).frozen() for ax in fig.axes]
-    return positions, [None if text is None else text.get_position() for text in _figure_titles(fig)]
-
-
-def _place_as(fig: Figure, layout: tuple) -> None:
-    """Put ``fig``'s axes and titles where ``layout`` (the layout of a figure with the same key) has them."""
-    positions, titles = layout
-    for ax, position in zip(fig.axes, positions, strict=True):
-        ax.set_position(position)
-    for text, position in zip(_figure_titles(fig), titles, strict=True):
-        if text is not None:
-            text.set_position(position)
 
 
 def _png(canvas: FigureCanvasAgg) -> bytes:
@@ -263,7 +211,7 @@ def clear(fig: Figure) -> list:
         for mappable in [*ax.collections, *ax.images]:
             if getattr(mappable, "colorbar", None) is not None:
                 mappable.colorbar.remove()  # its axes go, and the axes it took room from get it back
-    titles = [text for text in _figure_titles(fig) if text is not None]
+    titles = [text for text in figure_titles(fig) if text is not None]
     for artist in [*fig.legends, *fig.lines, *fig.patches, *fig.images, *fig.artists]:
         artist.remove()
     for text in [text for text in fig.texts if text not in titles]:

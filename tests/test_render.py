@@ -152,3 +152,24 @@ def test_a_layout_is_redone_for_the_same_tick_labels_turned_another_way():
     assert np.array_equal(_image(drawer.png(figure(45))), _plain(figure(45)))
     assert len(drawer.layouts) == 2
     plt.close("all")
+
+
+def test_other_tokens_that_take_the_same_room_reuse_the_layout_and_others_do_not(monkeypatch):
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
+    runs = []
+    execute = ConstrainedLayoutEngine.execute
+    monkeypatch.setattr(ConstrainedLayoutEngine, "execute", lambda self, fig: runs.append(1) or execute(self, fig))
+    drawer = _render.Drawer()
+    drawer.png(plot_masking_demo(valid_len_1=1, valid_len_2=6))
+    assert len(runs) == 1
+    # "w0 <pad> <pad> <pad> <pad> <pad>" then "w0 w1 w2 <pad> <pad> <pad>": other tokens in the middle, the same
+    # room (the widest, "<pad>", and the two ends are the same): no new layout, and matplotlib's own picture
+    got = _image(drawer.png(plot_masking_demo(valid_len_1=3, valid_len_2=6)))
+    assert len(runs) == 1
+    assert np.array_equal(got, _plain(plot_masking_demo(valid_len_1=3, valid_len_2=6)))  # (a layout run of its own)
+    # no "<pad>" left: narrower labels, a new layout
+    got = _image(drawer.png(plot_masking_demo(valid_len_1=6, valid_len_2=5)))
+    assert len(runs) == 3
+    assert np.array_equal(got, _plain(plot_masking_demo(valid_len_1=6, valid_len_2=5)))
+    plt.close("all")
