@@ -163,8 +163,10 @@ def show_heatmaps(
     grid = grid[None] if grid.ndim == 3 else grid  # (R, C, Q, K)
     rows, cols, num_q, num_k = grid.shape
     panel_labels = {}  # name -> one list of labels per panel
+    shared = True  # one set of labels for every panel: only the outer panels write them
     for name, labels, n in (("xticklabels", xticklabels, num_k), ("yticklabels", yticklabels, num_q)):
         per_panel = labels is not None and len(labels) > 0 and isinstance(labels[0], (list, tuple))
+        shared = shared and not per_panel  # each panel its own, even when two agree (a slider keeps its frame)
         if per_panel and len(labels) != rows * cols:
             raise ValueError(f"{name} must hold one list per panel ({rows * cols}), got {len(labels)} lists")
         panel_labels[name] = list(labels) if per_panel else [labels] * (rows * cols)
@@ -173,7 +175,6 @@ def show_heatmaps(
                 raise ValueError(
                     f"{name} must hold {n} labels (one per {'key' if name[0] == 'x' else 'query'}), got {len(panel)}"
                 )
-    shared = all(len({tuple(p) if p is not None else None for p in v}) == 1 for v in panel_labels.values())
     slanted = any(_long(_tick_texts(p, num_k)[1]) for p in panel_labels["xticklabels"])  # one rule for all panels
     if titles is not None and len(titles) != rows * cols:
         raise ValueError(f"titles must hold {rows * cols} titles (one per panel), got {len(titles)}")
