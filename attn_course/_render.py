@@ -12,7 +12,7 @@ new figure and return it); everything that makes a redraw fast lives here, and o
   ticks fall, which this key does not hold, so the result is checked, not assumed: ``make bench`` compares every
   slider picture of the course with the figure drawn alone;
 * one Agg renderer per picture size serves every figure of a panel and keeps the strings it has rasterised
-  (``attn_course._render_text``);
+  (``attn_course._render_text``); axis labels without text are not placed (:func:`_empty_labels_unplaced`);
 * a panel whose plotting function takes ``axes=`` (or ``ax=``) draws each new figure on the axes of the last one,
   emptied by :func:`clear`: building new axes and their tick marks (lines, markers and labels that matplotlib
   makes one by one) is about half of what a redraw costs. When the new values need other axes (another number of
@@ -21,6 +21,7 @@ new figure and return it); everything that makes a redraw fast lives here, and o
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import struct
 import zlib
@@ -105,7 +106,8 @@ class Drawer:
             self._remember(fig, layout_of(fig), tuple(decoration_boxes(fig, canvas.get_renderer())))
         else:
             fig.set_layout_engine("none")  # the axes stand where the layout puts them: no layout pass in the draw
-            canvas.draw()
+            with _empty_labels_unplaced(fig):
+                canvas.draw()
         fig.set_layout_engine("none")  # the positions are the layout now
         return _png(canvas)
 
@@ -170,6 +172,26 @@ class Drawer:
             return None
         self._kept = fig
         return self._draw_laid_out(fig)
+
+
+@contextlib.contextmanager
+def _empty_labels_unplaced(fig: Figure):
+    """While ``fig`` draws, axis labels without text are not placed: matplotlib would measure every tick label of
+    their axis (and its siblings) again to put them below it, for nothing to draw. (No effect on the layout, which
+    the draw does not compute here.)"""
+    axes = [
+        axis
+        for ax in fig.axes
+        for axis in (ax.xaxis, ax.yaxis)
+        if getattr(axis, "_autolabelpos", False) and not axis.label.get_text()
+    ]
+    for axis in axes:
+        axis._autolabelpos = False
+    try:
+        yield
+    finally:
+        for axis in axes:
+            axis._autolabelpos = True
 
 
 def _png(canvas: FigureCanvasAgg) -> bytes:
