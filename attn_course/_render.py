@@ -32,6 +32,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import AutoLocator, NullFormatter, NullLocator, ScalarFormatter
 from matplotlib.transforms import Bbox
 
 from ._render_layout import decoration_boxes, figure_titles, layout_key, layout_of, loose, place_as, tick_shapes
@@ -226,9 +227,9 @@ def axes_keyword(plot_fn: Callable[..., object]) -> str | None:
 
 def clear(fig: Figure) -> list:
     """Take off ``fig`` what a plotting function drew and return the axes it drew on, as a new figure of the same
-    shape has them: no artists, legends or colour bars, no titles or axis labels, limits from the data again and
-    axes not inverted. The axes keep their tick marks, which the next drawing reuses; the figure keeps its
-    titles, which the next drawing sets again."""
+    shape has them: no artists, legends or colour bars, no titles or axis labels, limits from the data again, axes
+    not inverted and the colour cycle at its start. The axes keep their tick marks, which the next drawing reuses;
+    the figure keeps its titles, which the next drawing sets again."""
     for ax in fig.axes:
         for mappable in [*ax.collections, *ax.images]:
             if getattr(mappable, "colorbar", None) is not None:
@@ -255,4 +256,44 @@ def clear(fig: Figure) -> list:
         ax.dataLim.set(Bbox.null())
         ax.ignore_existing_data_limits = True
         ax.set_autoscale_on(True)
+        ax.set_prop_cycle(None)  # the next line or bar takes the first colour again, not the one after the last
+        _reset_settings(ax)
     return list(fig.axes)
+
+
+def _reset_settings(ax) -> None:
+    """Undo on ``ax`` the settings a plotting function may make on one call and not the next: scales, aspect, axis
+    and spines hidden, margins, tick locators and formatters, turned or aligned tick labels. Each is reset only if
+    it was changed (tick parameters and the grid stay: a plotting function that sets them sets them every time)."""
+    if ax.get_xscale() != "linear":
+        ax.set_xscale("linear")
+    if ax.get_yscale() != "linear":
+        ax.set_yscale("linear")
+    if ax.get_aspect() != "auto":
+        ax.set_aspect("auto")
+    if ax.get_box_aspect() is not None:
+        ax.set_box_aspect(None)
+    if not ax.axison:
+        ax.set_axis_on()
+    for spine in ax.spines.values():
+        if not spine.get_visible():
+            spine.set_visible(True)
+    margins = (plt.rcParams["axes.xmargin"], plt.rcParams["axes.ymargin"])
+    if ax.margins() != margins:
+        ax.margins(*margins)
+    for axis, places in (
+        (ax.xaxis, (ax.get_xaxis_text1_transform(0), ax.get_xaxis_text2_transform(0))),
+        (ax.yaxis, (ax.get_yaxis_text1_transform(0), ax.get_yaxis_text2_transform(0))),
+    ):
+        for get, kind, make in (
+            (axis.get_major_locator, AutoLocator, axis.set_major_locator),
+            (axis.get_major_formatter, ScalarFormatter, axis.set_major_formatter),
+            (axis.get_minor_locator, NullLocator, axis.set_minor_locator),
+            (axis.get_minor_formatter, NullFormatter, axis.set_minor_formatter),
+        ):
+            if type(get()) is not kind and axis.get_converter() is None:  # (categories or dates: their own)
+                make(kind())
+        for tick in axis.majorTicks:
+            for label, (_, va, ha) in zip((tick.label1, tick.label2), places, strict=True):
+                if (label.get_rotation(), label.get_ha(), label.get_va()) != (0.0, ha, va):
+                    label.update({"rotation": 0.0, "ha": ha, "va": va})

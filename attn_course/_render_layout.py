@@ -81,7 +81,9 @@ def layout_key(fig: Figure) -> tuple:
         titles = tuple(_lines(ax.get_title(loc)) for loc in ("left", "center", "right"))
         labels = (_lines(ax.get_xlabel()), _lines(ax.get_ylabel()))
         legend = ax.get_legend()
-        key.append((type(ax).__name__, _place(ax), titles, labels, None if legend is None else len(legend.get_texts())))
+        shown = (ax.get_visible(), ax.axison, ax.xaxis.get_visible(), ax.yaxis.get_visible())  # axes and axis off
+        entries = None if legend is None else len(legend.get_texts())
+        key.append((type(ax).__name__, _place(ax), titles, labels, entries, shown))
     return tuple(key)
 
 

@@ -124,6 +124,8 @@ def test_clear_leaves_the_axes_as_a_new_figure_has_them():
     fig = plot_query_weights(2.5, DATA.x_train, DATA.y_train)  # two panels, a colour bar, a legend, titles
     _plain(fig)
     fig.axes[1].invert_yaxis()
+    for ax in fig.axes:
+        ax.plot([0, 1])  # in the first colour of the cycle, which moves on
     axes = _render.clear(fig)
     assert axes == fig.axes and len(axes) == 2  # the colour bar's axes are gone
     for ax in axes:
@@ -131,6 +133,8 @@ def test_clear_leaves_the_axes_as_a_new_figure_has_them():
         assert ax.get_title() == ax.get_xlabel() == ax.get_ylabel() == ""
         assert not ax.xaxis_inverted() and not ax.yaxis_inverted() and ax.get_autoscale_on()
         assert ax.xaxis.get_major_ticks()  # the tick marks stay, for the next figure
+        first_colour = plt.rcParams["axes.prop_cycle"].by_key()["color"][0]
+        assert ax.plot([0, 1])[0].get_color() == first_colour  # the colour cycle starts again
     plt.close("all")
 
 
@@ -172,4 +176,76 @@ def test_other_tokens_that_take_the_same_room_reuse_the_layout_and_others_do_not
     got = _image(drawer.png(plot_masking_demo(valid_len_1=6, valid_len_2=5)))
     assert len(runs) == 3
     assert np.array_equal(got, _plain(plot_masking_demo(valid_len_1=6, valid_len_2=5)))
+    plt.close("all")
+
+
+def test_a_frame_on_reused_axes_takes_the_first_colour_and_places_a_new_axis_label():
+    # The draws of frames whose axis labels are empty do not place them; a later frame's label is placed again.
+    # A line in the default colours takes the first one, as on a new figure (the cycle had gone on: orange, green).
+    def plot(label: str, ax=None):
+        if ax is None:
+            _, ax = plt.subplots(figsize=(3, 2), layout="constrained")
+        ax.plot([0, 1], [0, 1])
+        ax.set_xlabel(label)
+        return ax.figure
+
+    drawer = _render.Drawer()
+    fig = plot("")
+    drawer.png(fig)
+    drawer.keep(fig)
+    assert drawer.png_again(plot, "ax", {"label": ""}) is not None  # the first layout: the empty label not placed
+    got = drawer.png_again(plot, "ax", {"label": "a label"})  # on the same axes, now with a label
+    assert got is not None
+    assert np.array_equal(_image(got), _plain(plot("a label")))
+    plt.close("all")
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        lambda ax: ax.set_yscale("log"),
+        lambda ax: ax.set_aspect("equal"),
+        lambda ax: ax.set_box_aspect(1),
+        lambda ax: ax.set_axis_off(),
+        lambda ax: ax.spines["top"].set_visible(False),
+        lambda ax: ax.margins(0),
+        lambda ax: ax.set_xticks([0.2, 0.8], ["a word", "another"], rotation=45, ha="right"),
+        lambda ax: ax.minorticks_on(),
+    ],
+    ids=["log scale", "aspect", "box aspect", "axis off", "spine", "margins", "turned tokens", "minor ticks"],
+)
+def test_a_setting_of_the_last_frame_is_gone_from_the_next(setting):
+    # A plotting function may set something on one call and not the next: the next frame, drawn on the emptied
+    # axes, is still what a new figure gives.
+    def plot(special: bool, ax=None):
+        if ax is None:
+            _, ax = plt.subplots(figsize=(3, 2), layout="constrained")
+        ax.plot([0.1, 1], [0.1, 1], color="C0")
+        if special:
+            setting(ax)
+        return ax.figure
+
+    drawer = _render.Drawer()
+    fig = plot(True)
+    drawer.png(fig)
+    drawer.keep(fig)
+    got = drawer.png_again(plot, "ax", {"special": False})
+    assert got is not None
+    assert np.array_equal(_image(got), _plain(plot(False)))
+    plt.close("all")
+
+
+def test_bars_of_named_categories_keep_their_names_on_the_emptied_axes():
+    def plot(height: float, ax=None):
+        if ax is None:
+            _, ax = plt.subplots(figsize=(3, 2), layout="constrained")
+        ax.bar(["materialised", "tiled"], [height, 1.0])
+        return ax.figure
+
+    drawer = _render.Drawer()
+    fig = plot(2.0)
+    drawer.png(fig)
+    drawer.keep(fig)
+    got = drawer.png_again(plot, "ax", {"height": 3.0})
+    assert got is not None and np.array_equal(_image(got), _plain(plot(3.0)))
     plt.close("all")
