@@ -134,12 +134,14 @@ class Drawer:
             if shapes == ticks:
                 self.layouts.move_to_end((key, ticks))
                 return layout
-            if loose(shapes) == loose(ticks):
-                near.append((layout, boxes))
-        for layout, boxes in near[:LAYOUTS_MEASURED]:
+            if loose(shapes) == loose(ticks):  # the axes whose labels differ are measured: the others match
+                near.append(
+                    (layout, boxes, [i for i, (new, old) in enumerate(zip(shapes, ticks, strict=True)) if new != old])
+                )
+        for layout, boxes, differ in near[:LAYOUTS_MEASURED]:
             place_as(fig, layout)
-            measured = decoration_boxes(fig, canvas.get_renderer())  # axis by axis, up to the first that differs
-            if all(new == old for new, old in zip(measured, boxes, strict=True)):
+            measured = decoration_boxes(fig, canvas.get_renderer(), differ)  # up to the first that differs
+            if all(new == boxes[i] for i, new in zip(differ, measured, strict=True)):
                 self._remember(fig, layout, boxes)
                 return layout
         return None

@@ -49,18 +49,20 @@ def loose(shapes: tuple) -> tuple:
     )
 
 
-def decoration_boxes(fig: Figure, renderer) -> Iterator[tuple]:
+def decoration_boxes(fig: Figure, renderer, which: list[int] | None = None) -> Iterator[tuple]:
     """The room each axis of ``fig`` gives its tick labels where it stands now (the box around them, as the layout
-    engine measures it) and its offset text, axis by axis: other labels at the same fixed places that fill the same
-    box give the same layout. (Not so for labels a locator chose: the layout engine first measures the axes at
-    their size before the layout, where they may hold other ticks.)"""
-    for ax in fig.axes:
-        locator = ax.get_axes_locator()  # a colour bar's: where it really stands in its room
-        ax.apply_aspect(locator(ax, renderer) if locator is not None else None)
-        for axis in (ax.xaxis, ax.yaxis):
-            labels = [label for label in axis.get_majorticklabels() if label.get_visible() and label.get_text()]
-            box = Bbox.union([label.get_window_extent(renderer) for label in labels]).bounds if labels else None
-            yield box, axis.get_major_formatter().get_offset() if labels else ""
+    engine measures it) and its offset text, axis by axis (x then y of each axes, as ``tick_shapes``; only the
+    axes numbered in ``which`` if given): other labels at the same fixed places that fill the same box give the
+    same layout. (Not so for labels a locator chose: the layout engine first measures the axes at their size
+    before the layout, where they may hold other ticks.)"""
+    axes = [axis for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)]
+    for i in range(len(axes)) if which is None else which:
+        axis = axes[i]
+        locator = axis.axes.get_axes_locator()  # a colour bar's: where it really stands in its room
+        axis.axes.apply_aspect(locator(axis.axes, renderer) if locator is not None else None)
+        labels = [label for label in axis.get_majorticklabels() if label.get_visible() and label.get_text()]
+        box = Bbox.union([label.get_window_extent(renderer) for label in labels]).bounds if labels else None
+        yield box, axis.get_major_formatter().get_offset() if labels else ""
 
 
 def _place(ax) -> tuple | str:
