@@ -8,7 +8,9 @@ Every change calls the plotting function afresh and draws the new figure once, s
 instead of through ``plt.show()``. ``attn_course._render`` does the drawing: it keeps the layouts and
 the rasterised text of a panel from one figure to the next, and when the plotting function takes
 ``axes=`` (or ``ax=``) it hands it the emptied axes of the last figure rather than letting it build
-new ones. Either way the picture is the one a new figure gives, pixel for pixel.
+new ones. Either way the picture is the one a new figure gives, pixel for pixel. Emptied axes are new axes
+but for their tick marks: a plotting function that sets tick parameters or the grid (``tick_params``,
+``grid``) sets them on every call, as the course's do.
 
 The plotting function runs on one PyTorch thread: a figure's tensors are far too small to gain from
 more, and on a busy machine each operation that waits for a second thread can take milliseconds. Python's
