@@ -4,6 +4,7 @@
 #   make lab     open the course in JupyterLab (localhost only, token authentication on)
 #   make html    execute the notebooks and render the student site (build/site/index.html)
 #   make test-browser  the site and the sliders in a real browser (Debian's chromium, headless)
+#   make test-oldest   the unit tests again, with every runtime dependency at the lowest version pyproject.toml allows
 #   make bench   how fast the course feels: notebooks, slider redraws, attention kernels against PyTorch
 #   make student the notebooks without their solution cells, for teachers who grade (build/student/)
 #   make clean   remove .venv and everything built
@@ -15,6 +16,8 @@ KERNEL := attn-course
 STAMP := $(VENV)/.setup-done
 KERNEL_STAMP := $(VENV)/.kernel-done
 PYTEST_WORKERS ?= 2
+OLDEST := .venv-oldest
+OLDEST_STAMP := $(OLDEST)/.setup-done
 
 # The same numbers on every x86-64 machine: MKL (PyTorch's matrix products) and PyTorch's own CPU kernels both take
 # their AVX2 code path, whatever the processor offers. Without this a machine with AVX-512, or another MKL code
@@ -24,7 +27,7 @@ PYTEST_WORKERS ?= 2
 export MKL_CBWR := AVX2
 export ATEN_CPU_CAPABILITY := avx2
 
-.PHONY: setup test unit nbval lint lab html test-browser bench execute student clean
+.PHONY: setup test unit nbval lint lab html test-browser test-oldest bench execute student clean
 
 setup: $(STAMP) $(KERNEL_STAMP)
 
@@ -60,6 +63,23 @@ nbval: setup
 
 test: lint unit nbval
 
+# A second environment: requirements.txt with torch, numpy, matplotlib, ... at their lower bounds in pyproject.toml
+# (tools/oldest_requirements.py), so that those bounds are versions the unit tests pass on. Not nbval: stored outputs
+# may differ with other versions.
+$(OLDEST_STAMP): requirements.txt pyproject.toml tools/oldest_requirements.py
+	test -x $(OLDEST)/bin/python || $(PYTHON) -m venv $(OLDEST)
+	$(PYTHON) tools/oldest_requirements.py > $(OLDEST)/requirements.txt
+	$(OLDEST)/bin/python -m pip install --quiet --upgrade pip
+	$(OLDEST)/bin/python -m pip install --quiet -r $(OLDEST)/requirements.txt
+	$(OLDEST)/bin/python -m pip install --quiet --no-deps -e .
+	$(OLDEST)/bin/python -m pip check
+	touch $@
+
+test-oldest: $(OLDEST_STAMP)
+	$(OLDEST)/bin/python -c "import matplotlib, numpy, torch; print('oldest:', 'torch', torch.__version__, \
+		'numpy', numpy.__version__, 'matplotlib', matplotlib.__version__)"
+	$(OLDEST)/bin/pytest -n $(PYTEST_WORKERS) tests --ignore=tests/browser
+
 # --allow-root only where the user is root (containers), which Jupyter refuses otherwise.
 lab: setup
 	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks --ServerApp.ip=127.0.0.1 \
@@ -90,5 +110,5 @@ student: setup
 		notebooks/[0-9][0-9]_*.ipynb
 
 clean:
-	rm -rf $(VENV) build site/node_modules .pytest_cache .ruff_cache attn_course.egg-info
+	rm -rf $(VENV) $(OLDEST) build site/node_modules .pytest_cache .ruff_cache attn_course.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

@@ -14,15 +14,8 @@ Every notebook imports it; each module covers one idea, in course order:
 * ``multihead`` multi-head attention and the reshape trick (notebook 06)
 * ``positional`` sinusoidal positional encoding and its rotations (notebook 06)
 * ``rotary``    positions inside attention: rotary embeddings (RoPE) and the ALiBi bias (notebook 11)
-* ``plotting``  heatmaps (``show_heatmaps``) and the pieces every figure shares
-* ``plotting_pooling``  the figures of attention pooling (notebook 01)
-* ``plotting_interpolation``  the figures of Lagrange against Nadaraya-Watson (notebook 02)
-* ``plotting_scoring``  the softmax saturation figure (notebook 03)
-* ``plotting_selfattention``  the matrices of the worked example, step by step (notebook 04)
-* ``plotting_models``  the figures of multi-head attention, positional encoding and the Transformer (06, 08)
-* ``plotting_training``  training curves, accuracy by length, alignments, greedy decoding (notebook 07)
-* ``plotting_rotary``  RoPE's angles and scores, ALiBi's bias, the extrapolation experiment (notebook 11)
-* ``widgets``   slider panels around the plotting functions
+* ``plots``     the figures, one module per topic (``plots.pooling`` for notebook 01, ...)
+* ``widgets``   slider panels around the plotting functions, and their static frames for the site
 * ``tasks``     a sequence-to-sequence task made in code: reversing digits (notebooks 07-08)
 * ``seq2seq``   RNN encoder-decoders with and without Bahdanau attention (notebook 07)
 * ``transformer``  a tiny encoder-decoder Transformer from the course's pieces (notebook 08)
@@ -31,12 +24,10 @@ Every notebook imports it; each module covers one idea, in course order:
 * ``kvcache``   the KV cache: keys and values kept per layer while generating (notebook 09)
 * ``generation``  temperature, top-k and generating with or without the cache (notebook 09)
 * ``lmtask``    sequences that repeat their first half, training, previous-token and induction scores (notebook 09)
-* ``plotting_decoder``  the figures of the decoder-only model (notebook 09)
 * ``data``      the course's data, made in code
 * ``checks``    instant feedback for the exercises
 * ``efficient``  the online softmax and a tiled (FlashAttention) forward pass, causal and local (notebook 10)
 * ``efficient_cost``  peak memory measured with the profiler, bytes moved in an IO model (notebook 10)
-* ``plotting_efficient``  the figures of efficient attention: memory, tiles, the IO model (notebook 10)
 
 Axis names, used in every docstring and shape comment:
 
@@ -58,7 +49,7 @@ from .cost import attention_cost, loglog_slope
 from .decoder import DecoderOnlyLM
 from .efficient import block_counts, flash_attention, online_softmax
 from .efficient_cost import io_cost, peak_memory
-from .gallery import pattern_scores, plot_masking_demo, plot_pattern_gallery
+from .gallery import pattern_scores
 from .generation import generate, next_token_probs, time_per_token
 from .interpolation import curve_mean_var
 from .kernels import KERNELS, boxcar, constant, epanechnikov, gaussian, lagrange_basis, nadaraya_watson
@@ -67,22 +58,41 @@ from .layers import AdditiveAttention, DotProductAttention, NWKernelRegression
 from .lmtask import half_losses, head_scores, repeat_task, train_lm
 from .masking import causal_mask, masked_softmax, sequence_mask
 from .multihead import MultiHeadAttention, merge_heads, multi_head_attention, repeat_kv_heads, split_heads
-from .plotting import show_heatmaps
-from .plotting_decoder import (
+from .plots import (
+    plot_accuracy_by_length,
+    plot_alibi,
+    plot_alignments,
+    plot_decoding_step,
+    plot_extrapolation,
     plot_half_losses,
     plot_head_patterns,
     plot_head_scores,
+    plot_head_weights,
+    plot_history,
+    plot_io_cost,
+    plot_kernels,
+    plot_lagrange_basis,
+    plot_masking_demo,
     plot_next_token,
+    plot_noisy_fit,
+    plot_nw_fit,
+    plot_pattern_gallery,
+    plot_peak_memory,
+    plot_query_weights,
+    plot_regression,
+    plot_rope_angles,
+    plot_rope_scores,
+    plot_rotation,
+    plot_saturation,
+    plot_self_attention_steps,
+    plot_tiles,
     plot_time_per_token,
+    plot_transformer_attention,
+    plot_weight_comparison,
+    plot_worked_example,
+    show_heatmaps,
+    show_matrix,
 )
-from .plotting_efficient import plot_io_cost, plot_peak_memory, plot_tiles
-from .plotting_interpolation import plot_lagrange_basis, plot_noisy_fit, plot_weight_comparison
-from .plotting_models import plot_head_weights, plot_rotation, plot_transformer_attention
-from .plotting_pooling import plot_kernels, plot_nw_fit, plot_query_weights, plot_regression
-from .plotting_rotary import plot_alibi, plot_extrapolation, plot_rope_angles, plot_rope_scores
-from .plotting_scoring import plot_saturation
-from .plotting_selfattention import plot_self_attention_steps, plot_worked_example, show_matrix
-from .plotting_training import plot_accuracy_by_length, plot_alignments, plot_decoding_step, plot_history
 from .positional import frequencies, positional_encoding, rotation_matrix
 from .rotary import alibi_bias, apply_rope
 from .scaling import dot_product_variance, mean_entropy

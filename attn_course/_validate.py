@@ -12,7 +12,7 @@ One rule everywhere: a wrong type raises ``TypeError``; a wrong value or shape r
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 
@@ -285,3 +285,13 @@ def require_min_rank(x: torch.Tensor, name: str, low: int, meaning: str) -> torc
             f"{name} must have shape {meaning} (at least {low}-D), got shape {tuple(x.shape)} ({x.ndim}-D)"
         )
     return x
+
+
+def require_keywords(value, name: str, what: str, example: str) -> dict:
+    """A dict of keyword argument name -> ``what`` (a slider panel's ``controls`` or ``fixed``), keyed by names."""
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a dict of argument name -> {what}, got {type(value).__name__}; e.g. {example}")
+    for key in value:
+        if not isinstance(key, str) or not key.isidentifier():
+            raise TypeError(f"{name} must be keyed by argument names (str), got {key!r}")
+    return dict(value)

@@ -1,4 +1,4 @@
-"""Reading attention heatmaps: typical patterns and a masking demo (notebook 05).
+"""Reading attention heatmaps: typical patterns and a masking demo (notebook 05); the figures are in ``plots.gallery``.
 
 Rows are queries, columns are keys. The patterns below are made from constructed scores, so that
 each picture has a known cause.
@@ -7,13 +7,11 @@ each picture has a known cause.
 from __future__ import annotations
 
 import torch
-from matplotlib.figure import Figure
 
 from ._validate import require_choice, require_int
 from .masking import causal_mask, masked_softmax
-from .plotting import show_heatmaps
 
-__all__ = ["pattern_scores", "plot_pattern_gallery", "plot_masking_demo"]
+__all__ = ["pattern_scores"]
 
 PATTERNS = ("diagonal", "previous token", "uniform", "first token")
 
@@ -44,24 +42,6 @@ def pattern_scores(kind: str, n: int = 6, strength: float = 4.0) -> torch.Tensor
     return scores
 
 
-def plot_pattern_gallery(n: int = 6, strength: float = 4.0, tokens=None, axes=None) -> Figure:
-    """The four patterns of ``PATTERNS`` side by side, on one colour scale; ``axes``: four axes, or None."""
-    tokens = list(tokens) if tokens is not None else [f"t{i}" for i in range(n)]
-    if len(tokens) != n:
-        raise ValueError(f"tokens must hold n = {n} names, got {len(tokens)}")
-    weights = torch.stack([torch.softmax(pattern_scores(kind, n, strength), dim=-1) for kind in PATTERNS])
-    return show_heatmaps(
-        weights,
-        ax=axes,
-        titles=list(PATTERNS),
-        xticklabels=tokens,
-        yticklabels=tokens,
-        figsize=(12.0, 3.4),
-        vmin=0.0,
-        vmax=1.0,
-    )
-
-
 def _masking_demo(valid_len_1: int, valid_len_2: int, causal: bool, seed: int):
     """What ``plot_masking_demo`` shows: weights (2, 6, 6), each sequence's tokens, the titles and the suptitle."""
     length = 6
@@ -75,29 +55,3 @@ def _masking_demo(valid_len_1: int, valid_len_2: int, causal: bool, seed: int):
     titles = [f"sequence 1: valid length {valid_len_1}", f"sequence 2: valid length {valid_len_2}"]
     suptitle = ("padding + causal mask" if causal else "padding mask") + " (rows: queries)"
     return weights, tokens, titles, suptitle
-
-
-def plot_masking_demo(
-    valid_len_1: int = 4, valid_len_2: int = 6, causal: bool = False, seed: int = 0, axes=None
-) -> Figure:
-    """Self-attention weights of two padded sequences of 6 positions: padding and, optionally, causal masks.
-
-    Args:
-        valid_len_1, valid_len_2: the real lengths of the two sequences (0 to 6); later positions are padding.
-        causal: also hide the future (query i sees keys 0..i; positions count from 0).
-        seed: seed of the random scores.
-        axes: two axes, or None for a new figure.
-    """
-    weights, tokens, titles, suptitle = _masking_demo(valid_len_1, valid_len_2, causal, seed)
-    fig = show_heatmaps(
-        weights,
-        ax=axes,
-        titles=titles,
-        xticklabels=tokens,
-        yticklabels=tokens,
-        vmin=0.0,
-        vmax=1.0,
-        figsize=(9.0, 4.4),
-        suptitle=suptitle,
-    )
-    return fig

@@ -1,4 +1,4 @@
-"""Lagrange interpolation against Nadaraya-Watson: the numbers of notebook 02 (its figures: ``plotting_interpolation``).
+"""Lagrange interpolation against Nadaraya-Watson: the numbers of notebook 02 (its figures: ``plots.interpolation``).
 
 Both estimate ``y`` at a query ``x`` as ``sum_i w_i(x) y_i``. Lagrange uses the basis
 polynomials ``l_i(x)`` as weights: they sum to 1 but can be negative and large. A positive

@@ -1,4 +1,4 @@
-"""Why dot-product scores are divided by sqrt(D): the numbers of notebook 03 (its figure: ``plotting_scoring``).
+"""Why dot-product scores are divided by sqrt(D): the numbers of notebook 03 (its figure: ``plots.scoring``).
 
 For queries and keys with independent components of mean 0 and variance 1, the dot product
 ``q . k`` has mean 0 and variance D. Large scores push the softmax towards a one-hot vector

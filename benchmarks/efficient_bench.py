@@ -19,6 +19,7 @@ import math
 import sys
 from dataclasses import dataclass
 
+import markdown
 import torch
 import torch.nn.functional as F
 from torch.utils.benchmark import Timer
@@ -111,11 +112,9 @@ HEADER = ["version", "size", "time ms", "peak MB", "peak / fused", "flash <= 2x,
 
 
 def main() -> int:
-    from bench import _table  # the report's table format (bench.py imports this module at its top, not here)
-
     rows = run(progress=lambda message: print(f"  ... {message}", file=sys.stderr, flush=True))
     table, misses = verdicts(rows)
-    print(_table(HEADER, table))
+    print(markdown.table(HEADER, table))
     print(f"\nTargets missed: {', '.join(misses) if misses else 'none'}.")
     return 0
 

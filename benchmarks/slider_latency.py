@@ -12,9 +12,10 @@ without ``render`` (a ``slider_panel`` of before) is timed as ``plt.show()`` und
 backend's own function: figure dpi, bbox 'tight'), then closed.
 
 Usage (what ``bench.py`` does for each notebook): ``python slider_latency.py NOTEBOOK.ipynb`` prints one JSON
-list of records ``{"notebook", "cell", "panel", "control", "argument", "values", "seconds", "same", "inside",
-"ahead", "build"}``: ``ahead`` counts the pictures the panel drew in advance when it was built (a panel whose
-controls take few values: see ``attn_course.widgets``), ``build`` is the seconds it took to build.
+list of records ``{"notebook", "cell", "panel", "control", "argument", "continuous", "values", "seconds", "same",
+"inside", "ahead", "build"}``: ``continuous`` is False for a heavy panel's controls (they redraw when released);
+``ahead`` counts the pictures the panel drew in advance when it was built (a panel whose controls take few values:
+see ``attn_course.widgets``), ``build`` is the seconds it took to build.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ import time
 from pathlib import Path
 
 VALUES_PER_SLIDER = 15  # values of a slider's range swept per control (dropdowns and checkboxes: all options)
-TARGET_MEDIAN, TARGET_P95 = 0.100, 0.200  # seconds: a change that feels instant
+TARGET_MEDIAN, TARGET_P95 = 0.100, 0.200  # seconds: a control that redraws while dragged feels instant
+RELEASE_MEDIAN, RELEASE_P95 = 0.250, 0.400  # seconds: a heavy panel's control, which redraws when released
 EDGE_PX = 0.5  # a figure's drawing may pass the picture's edge by this much (anti-aliasing) and count as inside
 CLOCK = time.process_time if os.environ.get("ATTN_BENCH_CPU_TIME") else time.perf_counter  # CPU time: to debug
 
@@ -39,11 +41,12 @@ def sweep_values(control) -> list:
     """The values to sweep a control over: evenly spaced over a slider's range, or every option."""
     import ipywidgets as widgets
 
+    from attn_course.widgets import frames
+
     if isinstance(control, widgets.Checkbox | widgets.ToggleButton):
         return [False, True]
-    options = getattr(control, "_options_values", None)  # Dropdown, SelectionSlider, RadioButtons, ...
-    if options is not None:
-        options = list(options)
+    if hasattr(control, "options"):  # Dropdown, SelectionSlider, RadioButtons, ...
+        options = [value for _, value in frames.options(control)]
         if len(options) <= 2 * VALUES_PER_SLIDER:
             return options
         stride = (len(options) - 1) / (VALUES_PER_SLIDER - 1)
@@ -66,6 +69,11 @@ def sweep_values(control) -> list:
     return [control.value]  # a control this sweep does not know: its default only, still timed
 
 
+def targets(continuous: bool) -> tuple[float, float]:
+    """(median, p95) targets in seconds of a control that redraws while dragged, or only when released."""
+    return (TARGET_MEDIAN, TARGET_P95) if continuous else (RELEASE_MEDIAN, RELEASE_P95)
+
+
 def _inline_render(plot_fn, fixed: dict, values: dict) -> None:
     """``plot_fn`` then ``plt.show()`` under the inline backend: every open figure to PNG, then closed."""
     import matplotlib.pyplot as plt
@@ -85,9 +93,9 @@ def drawn_alone(plot_fn, fixed: dict, values: dict):
     import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from attn_course import _render
+    from attn_course.widgets.panel import TITLES_AT_TOP
 
-    with plt.rc_context(_render.TITLES_AT_TOP):
+    with plt.rc_context(TITLES_AT_TOP):
         fig = plot_fn(**fixed, **values)
         canvas = FigureCanvasAgg(fig)
         canvas.draw()
@@ -135,8 +143,17 @@ def time_panel(panel, plot_fn, controls: dict, fixed: dict) -> list[dict]:
             )
             inside = sum(fits for _, fits in alone)
         label = getattr(control, "description", "") or name
+        continuous = bool(getattr(control, "continuous_update", True))  # heavy panels: False (redraw on release)
         records.append(
-            {"control": label, "argument": name, "values": values, "seconds": seconds, "same": same, "inside": inside}
+            {
+                "control": label,
+                "argument": name,
+                "continuous": continuous,
+                "values": values,
+                "seconds": seconds,
+                "same": same,
+                "inside": inside,
+            }
         )
     return records
 

@@ -5,7 +5,7 @@
 //    body, it finds them beside itself (_static/html-manager/dist/). Every page of the site sits at its top level.
 // 2. Names for what screen readers would otherwise meet unnamed (axe-core's audit in make test-browser):
 //    - the frames of a slider panel are ipywidgets Images, which have no field for alt text: each gets the
-//      sentence its panel carries (attn_course/_frames.py);
+//      sentence its panel carries (attn_course/widgets/frames.py);
 //    - a slider's handle is named after the slider's label ("bandwidth h");
 //    - the theme's search button is named by what it shows ("Search Ctrl + K"), not by a shorter label;
 //    - a closed solution is named by what it shows ("Show solution"): myst-nb labels every hidden cell's toggle

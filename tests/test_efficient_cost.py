@@ -1,4 +1,4 @@
-"""attn_course.efficient_cost and plotting_efficient: measured peak memory, the IO model, the figures."""
+"""attn_course.efficient_cost and plots.efficient: measured peak memory, the IO model, the figures."""
 
 import math
 
@@ -98,7 +98,7 @@ def test_io_cost_errors(kwargs, error, words):
 
 
 # ----------------------------------------------------------------------------------------------------------------------
-# plotting_efficient
+# plots.efficient
 # ----------------------------------------------------------------------------------------------------------------------
 
 

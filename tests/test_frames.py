@@ -1,4 +1,4 @@
-"""attn_course._frames: the static slider panels of the course site (grids of frames switched in the browser)."""
+"""attn_course.widgets.frames: the static slider panels of the course site (grids of frames switched in the browser)."""
 
 import hashlib
 import io
@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 
 import attn_course as ac
-from attn_course import _frames
+from attn_course.widgets import frames as _frames
 
 
 def _plot(a=1.0, b=0, kind="x", flag=False):
@@ -141,3 +141,12 @@ def test_describe_figure_says_what_it_shows():
     ax.set_ylabel("weight")
     assert _frames.describe_figure(bare) == "weight against x"
     plt.close("all")
+
+
+def test_options_reads_labels_and_values_from_the_public_options():
+    pairs = widgets.Dropdown(options=[("one", 1), ("two", 2)], value=2)
+    plain = widgets.SelectionSlider(options=[16, 32, 64], value=32)
+    words = widgets.Dropdown(options=["cross", "decoder"])
+    assert _frames.options(pairs) == [("one", 1), ("two", 2)]
+    assert _frames.options(plain) == [("16", 16), ("32", 32), ("64", 64)]
+    assert _frames.options(words) == [("cross", "cross"), ("decoder", "decoder")]

@@ -15,7 +15,12 @@ import pytest
 import attn_course
 
 # Every public module of the package, found rather than listed, so that a new module is checked too.
-SUBMODULES = sorted(m.name for m in pkgutil.iter_modules(attn_course.__path__) if not m.name.startswith("_"))
+# Modules inside the package's folders (plots.pooling, widgets.panel, checks.nb01) included.
+SUBMODULES = sorted(
+    m.name
+    for m in pkgutil.walk_packages(attn_course.__path__)
+    if not any(part.startswith("_") for part in m.name.split("."))
+)
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -140,3 +145,36 @@ def test_every_public_name_is_used_by_a_notebook(name):
 
 def test_the_student_api_list_names_only_public_names():
     assert STUDENT_API <= set(attn_course.__all__)
+
+
+# A private name of a dependency (matplotlib's, torch's, ipywidgets') can change in any release: the package reads and
+# calls none. Found in the source, not listed: an attribute that starts with "_" (but for dunders) may only be read
+# on self or cls, or on a module of attn_course itself; keyword arguments and imported names follow the same rule.
+OWN_MODULES = {"_validate", "_feedback"}
+
+
+def _private_uses(path: Path) -> list[str]:
+    import ast
+
+    def private(name: str) -> bool:
+        return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', '?')}"
+        if isinstance(node, ast.Attribute) and private(node.attr):
+            owner = node.value.id if isinstance(node.value, ast.Name) else None
+            if owner not in ("self", "cls") and owner not in OWN_MODULES:
+                found.append(f"{where} .{node.attr}")
+        elif isinstance(node, ast.keyword) and node.arg and private(node.arg):
+            found.append(f"{where} {node.arg}=")
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            found += [f"{where} import {a.name}" for a in node.names if private(a.name)]
+            if any(private(part) for part in (node.module or "").split(".")):
+                found.append(f"{where} from {node.module}")
+    return found
+
+
+def test_the_package_uses_no_private_name_of_a_dependency():
+    found = [use for path in sorted((ROOT / "attn_course").rglob("*.py")) for use in _private_uses(path)]
+    assert found == []

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 import torch
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.layout_engine import PlaceHolderLayoutEngine
 from PIL import Image
 
-import attn_course.widgets
+import attn_course.widgets.panel
 from attn_course import (
     plot_head_weights,
     plot_masking_demo,
@@ -96,19 +97,19 @@ def test_slider_panel_heavy_turns_off_continuous_update(heavy):
 
 def test_slider_panel_around_a_course_plot_function():
     data = toy_regression(n_train=15, step=0.5, seed=2)
-    titles = []
+    figures = []
 
     def plot(**kwargs):
-        fig = plot_nw_fit(**kwargs)
-        titles.append(fig.axes[0].get_title())
-        return fig
+        figures.append(plot_nw_fit(**kwargs))
+        return figures[-1]
 
     bandwidth = widgets.FloatSlider(value=0.5, min=0.1, max=2.0)
     slider_panel(
         plot, {"bandwidth": bandwidth}, fixed={"x_train": data.x_train, "y_train": data.y_train, "x_test": data.x_test}
     )
-    bandwidth.value = 1.5
-    assert titles == ["gaussian kernel, bandwidth h = 0.5"] * 2 + ["gaussian kernel, bandwidth h = 1.5"]
+    assert [fig.axes[0].get_title() for fig in figures] == ["gaussian kernel, bandwidth h = 0.5"]
+    bandwidth.value = 1.5  # the figure takes the new value in place (plot_nw_fit's slider_update)
+    assert [fig.axes[0].get_title() for fig in figures] == ["gaussian kernel, bandwidth h = 1.5"]
 
 
 @pytest.mark.parametrize(
@@ -116,6 +117,20 @@ def test_slider_panel_around_a_course_plot_function():
     [
         (42, {"h": widgets.FloatSlider()}, {}, TypeError, r"plot_fn must be a plotting function, got int"),
         (RecordingPlot(), {}, {}, ValueError, r"controls must name at least one widget, got none"),
+        (
+            RecordingPlot(),
+            {1: widgets.FloatSlider()},
+            {},
+            TypeError,
+            r"controls must be keyed by argument names .*got 1",
+        ),
+        (
+            RecordingPlot(),
+            {"h": widgets.FloatSlider()},
+            {"fixed": [("seed", 0)]},
+            TypeError,
+            r"fixed must be a dict of argument name -> value, got list",
+        ),
         (RecordingPlot(), None, {}, TypeError, r"controls must be a dict of argument name -> widget, got NoneType"),
         (
             RecordingPlot(),
@@ -164,6 +179,8 @@ def test_slider_panel_around_a_course_plot_function():
     ids=[
         "plot_fn",
         "empty",
+        "int-name",
+        "fixed-list",
         "none",
         "not-a-widget",
         "not-a-value-widget",
@@ -194,7 +211,7 @@ def test_slider_panel_shows_whole_descriptions():
     assert slider.style.description_width == "initial"
 
 
-# ---- the panel's own drawing: a new figure on every change, once, straight to PNG ----
+# ---- the panel's own drawing: straight to PNG; a new figure, or the same one updated in place ----
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -303,8 +320,8 @@ def _controls_for(values: dict) -> dict:
 
 @pytest.mark.parametrize("plot_fn, fixed, before, after", _slider_cases(), ids=lambda x: getattr(x, "__name__", ""))
 def test_a_render_after_a_change_is_the_new_figure_pixel_for_pixel(plot_fn, fixed, before, after):
-    """Layouts and rasterised text reused from the first picture change nothing in the second: it is what
-    matplotlib alone draws for the new values, and it differs from the first picture."""
+    """A figure updated in place (or built again) after a change is what matplotlib alone draws for the new values,
+    pixel for pixel, and it differs from the first picture."""
     defaults = {name: inspect.signature(plot_fn).parameters[name].default for name in after} | before
     panel = slider_panel(plot_fn, _controls_for(defaults), fixed=fixed)
     first = panel.render()
@@ -325,24 +342,79 @@ def test_a_panel_hangs_nothing_on_the_figures_it_draws():
         assert not [name for name in vars(fig) if "attn" in name]
 
 
-def test_a_panel_calls_plot_fn_afresh_on_every_change_and_shows_its_new_data():
+def test_a_panel_calls_a_plain_plot_fn_afresh_on_every_change():
+    plot = RecordingPlot()
+    panel = slider_panel(plot, {"h": widgets.FloatSlider(value=0.5)})
+    panel.render(h=0.7)
+    panel.render(h=0.9)
+    assert [call["h"] for call in plot.calls] == [0.5, 0.5, 0.7, 0.9]  # the check, the first picture, two changes
+    assert len({id(fig) for fig in plot.figures}) == 4
+
+
+def test_an_updatable_figure_is_built_once_and_updated_with_every_argument():
     data = toy_regression(n_train=15, step=0.5, seed=2)
     fixed = {"x_train": data.x_train, "y_train": data.y_train, "x_test": data.x_test}
-    figures = []
+    figures, updates = [], []
 
     def plot(**kwargs):
-        figures.append(plot_nw_fit(**kwargs))
-        return figures[-1]
+        fig = plot_nw_fit(**kwargs)
+        update = fig.slider_update
+
+        def recording_update(**values):
+            updates.append(values)
+            return update(**values)
+
+        fig.slider_update = recording_update
+        figures.append(fig)
+        return fig
 
     panel = slider_panel(plot, {"bandwidth": widgets.FloatSlider(value=0.5)}, fixed=fixed)
-    panel.render(bandwidth=0.7)
-    panel.render(bandwidth=0.9)
-    assert len({id(fig) for fig in figures}) == len(figures) == 4  # the check, the first picture, two changes
-    assert [fig.axes[0].get_title() for fig in figures[-2:]] == [
-        "gaussian kernel, bandwidth h = 0.7",
-        "gaussian kernel, bandwidth h = 0.9",
-    ]
-    assert not np.allclose(figures[-1].axes[0].lines[-1].get_ydata(), figures[-2].axes[0].lines[-1].get_ydata())
+    first = panel.render(bandwidth=0.7)
+    second = panel.render(bandwidth=0.9)
+    assert len(figures) == 1  # the check's figure, kept and updated from then on
+    assert updates[-1] == fixed | {"bandwidth": 0.9}
+    assert figures[0].axes[0].get_title() == "gaussian kernel, bandwidth h = 0.9"
+    assert isinstance(figures[0].get_layout_engine(), PlaceHolderLayoutEngine)  # frozen after the first draw
+    assert plt.get_fignums() == []  # closed in pyplot: no cell's plt.show() shows it again
+    expected = _image(_plain_png(plot_nw_fit(**fixed, bandwidth=0.9)))
+    assert np.array_equal(_image(second[0]), expected) and not np.array_equal(_image(first[0]), expected)
+    plt.close("all")
+
+
+class ScaledPlot:
+    """A fake updatable plotting function: a bar whose axis top moves in steps; update asks for a new figure then."""
+
+    def __init__(self):
+        self.built = 0
+
+    def __call__(self, h: float):
+        self.built += 1
+        fig, ax = plt.subplots(figsize=(2, 2), layout="constrained")
+        (bar,) = ax.bar([0], [h])
+        ax.set_ylim(0, 10 if h <= 10 else 1000)  # tick labels "1000" take more room than "10"
+
+        def update(h: float, **_) -> bool:
+            if (h <= 10) != (ax.get_ylim()[1] == 10):
+                return True
+            bar.set_height(h)
+            return False
+
+        fig.slider_update = update
+        return fig
+
+
+def test_an_update_that_returns_true_gets_a_new_figure_drawn_afresh():
+    plot = ScaledPlot()
+    panel = slider_panel(plot, {"h": widgets.FloatSlider(value=2.0, min=0, max=500)})
+    assert plot.built == 1
+    panel.render(h=5.0)
+    assert plot.built == 1  # updated in place
+    got = panel.render(h=400.0)
+    assert plot.built == 2  # the axis top changed: a new figure, laid out afresh
+    assert np.array_equal(_image(got[0]), _image(_plain_png(ScaledPlot()(h=400.0))))
+    got = panel.render(h=300.0)
+    assert plot.built == 2 and np.array_equal(_image(got[0]), _image(_plain_png(ScaledPlot()(h=300.0))))
+    plt.close("all")
 
 
 def test_render_turns_the_garbage_collector_back_on_even_when_plot_fn_fails():
@@ -361,26 +433,8 @@ def test_render_turns_the_garbage_collector_back_on_even_when_plot_fn_fails():
     assert seen[-1] is False and gc.isenabled()
 
 
-def test_a_panel_draws_each_new_figure_on_the_axes_of_the_last():
-    """A plotting function that takes ``axes=`` is handed the emptied axes of the last figure: no new figure."""
-    data = toy_regression()
-    given = []
-
-    def plot(query: float, axes=None):
-        given.append(axes)
-        return plot_query_weights(query, data.x_train, data.y_train, axes=axes)
-
-    panel = slider_panel(plot, {"query": widgets.FloatSlider(value=2.5, min=0.0, max=5.0)})
-    panel.render(query=1.0)
-    panel.render(query=4.0)
-    assert given[-1] is not None and given[-1][0].figure is given[-2][0].figure
-    assert len(given[-1]) == 2  # the two panels, without the colour bar (which the function adds again)
-    expected = _image(_plain_png(plot_query_weights(4.0, data.x_train, data.y_train)))
-    assert np.array_equal(_image(panel.render(query=4.0)[0]), expected)
-
-
 def test_a_panel_draws_a_new_figure_when_the_new_values_need_other_axes(monkeypatch):
-    monkeypatch.setattr(attn_course.widgets, "FRAMES_AHEAD", 0)  # drawn live, not in advance
+    monkeypatch.setattr(attn_course.widgets.panel, "FRAMES_AHEAD", 0)  # drawn live, not in advance
     panel = slider_panel(plot_head_weights, {"num_heads": widgets.IntSlider(value=4, min=1, max=8)})
     panel.render(num_heads=4)
     got = _image(panel.render(num_heads=2)[0])  # two panels: the four of the last figure do not fit
@@ -388,8 +442,8 @@ def test_a_panel_draws_a_new_figure_when_the_new_values_need_other_axes(monkeypa
     assert got.shape == expected.shape and np.array_equal(got, expected)
 
 
-def test_a_plot_function_that_ignores_the_axes_it_is_given_leaves_no_figure_open():
-    def plot(h: float, axes=None):  # always a figure of its own
+def test_a_plain_plot_function_is_drawn_afresh_and_leaves_no_figure_open():
+    def plot(h: float, axes=None):  # always a figure of its own, with no slider_update
         fig, ax = plt.subplots(figsize=(2, 2), layout="constrained")
         ax.plot([0, 1], [0, h])
         return fig

@@ -13,7 +13,7 @@ What it writes, all under ``build/``:
   executed again only when something it depends on changed (its source, the parameters, ``attn_course``, the files
   beside it in ``notebooks/``, the pinned requirements, this build); ``--force`` re-executes them all. In the
   kernels that run them, figures carry alt text (``figure_alt.py``) and slider panels draw their frames for the
-  static page (``attn_course/_frames.py``).
+  static page (``attn_course/widgets/frames.py``).
 - ``sphinx/``: what Sphinx reads: the executed notebooks prepared for the site (no prev | next cells, a note on
   running them yourself, solutions closed), ``index.md`` (the course map) and ``_static/`` (require.js, the widget
   manager and MathJax from the npm packages pinned in ``site/package-lock.json``, the site's CSS).
@@ -262,7 +262,7 @@ def execute(source: str, target: str, params: dict[str, object], key: str) -> tu
 
 RETRY = "kernel failed to start; retried once with a fresh kernel"
 # Run in each kernel before the notebook: figures carry alt text in their output metadata (tools/figure_alt.py),
-# and slider panels draw their frames for the static page (attn_course/_frames.py).
+# and slider panels draw their frames for the static page (attn_course/widgets/frames.py).
 KERNEL_SETUP = (
     f"import sys as _s; _s.path.insert(0, {str(Path(__file__).resolve().parent)!r}); import figure_alt as _f; "
     "_f.install(); _s.path.pop(0); import os as _o; _o.environ['ATTN_COURSE_FRAMES'] = '1'; del _s, _f, _o"

@@ -520,8 +520,8 @@ def test_index_is_the_course_map_in_order(site):
 
 # --------------------------------------------------------------------------------------------- sliders on the page
 
-# Every slider panel of the site is a grid of frames (attn_course/_frames.py): images in nested Stacks, switched by
-# controls through jslink. In the page, move one control one step, wait for one animation frame, and report the
+# Every slider panel of the site is a grid of frames (attn_course/widgets/frames.py): images in nested Stacks, switched
+# by controls through jslink. In the page, move one control one step, wait for one animation frame, and report the
 # frame shown before and after: its place in the grid (class attn-frame-i-j) and whether its bytes hash to what
 # Python recorded (class attn-sha-<16 hex>).
 FRAMES_JS = """

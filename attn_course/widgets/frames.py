@@ -35,9 +35,8 @@ WEBP_QUALITY = 80
 def describe_figure(fig) -> str:
     """What a figure shows, in a few words: its suptitle, else its axes' titles, else what its axes plot."""
     parts = []
-    suptitle = getattr(fig, "_suptitle", None)
-    if suptitle is not None and suptitle.get_text().strip():
-        parts.append(suptitle.get_text().strip())
+    if fig.get_suptitle().strip():
+        parts.append(fig.get_suptitle().strip())
     titles = [ax.get_title().strip() for ax in fig.axes if ax.get_title().strip()]
     if titles:
         parts.append("; ".join(titles[:6] + ([f"and {len(titles) - 6} more panels"] if len(titles) > 6 else [])))
@@ -53,6 +52,15 @@ def describe_figure(fig) -> str:
 def wanted() -> bool:
     """True while the site is being built (``tools/build_site.py`` sets the variable in its kernels)."""
     return os.environ.get(ENV, "") not in ("", "0")
+
+
+def options(control) -> list[tuple[str, object]]:
+    """The (label, value) pairs of a selection control (``Dropdown``, ``SelectionSlider``...), read from its public
+    ``options``: a list of values, or of (label, value) pairs, as ipywidgets documents them."""
+    items = list(control.options)
+    if items and all(isinstance(item, tuple | list) and len(item) == 2 for item in items):
+        return [(str(label), value) for label, value in items]
+    return [(str(item), item) for item in items]
 
 
 def _numbers(control, count: int) -> list:
@@ -78,9 +86,7 @@ def _numbers(control, count: int) -> list:
 
 
 def _label(control, value) -> str:
-    if isinstance(control, widgets.FloatLogSlider | widgets.FloatSlider):
-        return f"{value:.3g}"
-    return str(value)
+    return f"{value:.3g}" if isinstance(control, widgets.FloatLogSlider | widgets.FloatSlider) else str(value)
 
 
 def grid(controls: Mapping[str, widgets.ValueWidget], budget: int = MAX_FRAMES) -> dict[str, list[tuple[str, object]]]:
@@ -93,21 +99,17 @@ def grid(controls: Mapping[str, widgets.ValueWidget], budget: int = MAX_FRAMES) 
         if isinstance(control, widgets.Checkbox | widgets.ToggleButton):
             fixed[name] = [("off", False), ("on", True)]
         elif hasattr(control, "options"):
-            labels, options = control._options_labels, control._options_values
-            fixed[name] = [(str(label), value) for label, value in zip(labels, options, strict=True)]
+            fixed[name] = options(control)
         elif isinstance(control, widgets.IntSlider | widgets.FloatSlider | widgets.FloatLogSlider):
             numeric.append(name)
         else:
             raise TypeError(f"a static slider panel cannot show a {type(control).__name__} ({name!r})")
     left = max(1, budget // max(1, math.prod(len(v) for v in fixed.values())))
     each = max(2, int(left ** (1 / len(numeric)))) if numeric else 0
-    values = {}
-    for name, control in controls.items():
-        if name in fixed:
-            values[name] = fixed[name]
-        else:
-            values[name] = [(_label(control, v), v) for v in _numbers(control, each)]
-    return values
+    return {
+        name: fixed[name] if name in fixed else [(_label(control, v), v) for v in _numbers(control, each)]
+        for name, control in controls.items()
+    }
 
 
 def _frame(pngs: list[bytes]) -> bytes:
@@ -129,10 +131,7 @@ def _selector(control, name: str, options: list[tuple[str, object]]) -> widgets.
     """A control with an ``index`` to link: the same description, the grid's values as its options."""
     description = control.description or name
     labels = [label for label, _ in options]
-    default = next(
-        (i for i, (_, v) in enumerate(options) if v == control.value),
-        0,
-    )
+    default = next((i for i, (_, v) in enumerate(options) if v == control.value), 0)
     if isinstance(control, widgets.Dropdown):
         selector = widgets.Dropdown(options=labels, index=default, description=description)
     elif isinstance(control, widgets.Checkbox | widgets.ToggleButton):
@@ -173,13 +172,10 @@ def frames_panel(
             png = _frame(render(**{n: v for n, (_, _, v) in zip(names, point, strict=True)}))
             digest = hashlib.sha256(png).hexdigest()[:16]
             where = "-".join(str(k) for k, _, _ in point)
-            children.append(
-                widgets.Image(
-                    value=png,
-                    format="webp",
-                    _dom_classes=["attn-frame", f"attn-frame-{where}", f"attn-sha-{digest}"],
-                )
-            )
+            image = widgets.Image(value=png, format="webp")
+            for name in ("attn-frame", f"attn-frame-{where}", f"attn-sha-{digest}"):
+                image.add_class(name)
+            children.append(image)
         stack = widgets.Stack(children=children, selected_index=selectors[depth].index)
         widgets.jslink((selectors[depth], "index"), (stack, "selected_index"))
         return stack
@@ -198,6 +194,7 @@ def frames_panel(
         "on the controls above</span>"
     )
     rows = [widgets.HBox(selectors[i : i + 2]) for i in range(0, len(selectors), 2)]
-    panel = widgets.VBox([*rows, frames, note], _dom_classes=["attn-frames-panel"])
+    panel = widgets.VBox([*rows, frames, note])
+    panel.add_class("attn-frames-panel")
     panel.frame_count = math.prod(counts)
     return panel

@@ -1,4 +1,4 @@
-"""attn_course.plotting_pooling: the constant kernel's titles name no bandwidth (it has none), and the figures draw
+"""attn_course.plots.pooling: the constant kernel's titles name no bandwidth (it has none), and the figures draw
 on the axes they are given (Agg backend, see conftest)."""
 
 import matplotlib.pyplot as plt

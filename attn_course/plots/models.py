@@ -10,14 +10,16 @@ from __future__ import annotations
 import math
 
 import matplotlib.pyplot as plt
+import numpy as np
 import torch
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
-from ._validate import require_choice, require_int
-from .multihead import MultiHeadAttention
-from .plotting import show_heatmaps
-from .positional import frequencies, positional_encoding, rotation_matrix
-from .tasks import EOS, Batch, labels, to_text
+from .._validate import require_choice, require_int
+from ..multihead import MultiHeadAttention
+from ..positional import frequencies, positional_encoding, rotation_matrix
+from ..tasks import EOS, Batch, labels, to_text
+from .heatmaps import show_heatmaps
 
 __all__ = ["plot_head_weights", "plot_rotation", "plot_transformer_attention"]
 
@@ -65,55 +67,12 @@ def _require_rotation_args(delta, freq_index, num_steps: int, num_hiddens: int) 
     require_int(delta, "delta", 0, num_steps - 1)
 
 
-def _draw_rotation(left, right, encoding: torch.Tensor, delta: int, freq_index: int) -> None:
-    """What changes with ``delta`` and ``freq_index``: the waves' data and labels, the arrows, dots and rings,
-    the titles. ``left`` already holds two smooth wave lines (with a legend), then two lines of dots."""
-    num_steps, num_hiddens = encoding.shape
-    omega = float(frequencies(num_hiddens)[freq_index])
-    waves = (encoding[:, 2 * freq_index], encoding[:, 2 * freq_index + 1])  # sin and cos columns, (T,) each
-    fine = left.lines[0].get_xdata()  # (F,) positions between the whole ones, drawn once in plot_rotation
-    smooth = (torch.sin(torch.as_tensor(fine) * omega), torch.cos(torch.as_tensor(fine) * omega))  # (F,) each
-    labels = (f"column {2 * freq_index}: sin(i w)", f"column {2 * freq_index + 1}: cos(i w)")
-    for line, legend_text, curve, label in zip(
-        left.lines[:2], left.get_legend().get_texts(), smooth, labels, strict=True
-    ):
-        line.set_ydata(curve)
-        line.set_label(label)
-        legend_text.set_text(label)
-    for dots, wave in zip(left.lines[2:4], waves, strict=True):
-        dots.set_ydata(wave)  # the encoding exists at whole positions only
-    left.relim()  # slow waves span less than [-1, 1]
-    left.autoscale_view()
-    left.set_title(
+def _rotation_titles(delta: int, omega: float, freq_index: int) -> tuple[str, str]:
+    """The titles of ``plot_rotation``'s two axes (waves, circle)."""
+    return (
         f"Column pair j = {freq_index}: frequency w = {omega:.4g}, wavelength {2 * math.pi / omega:.3g}",
-        fontsize=10,
-    )
-    for artist in [*right.lines[1:], *right.texts]:  # all but the unit circle
-        artist.remove()
-    rotation = rotation_matrix(delta, omega)
-    shown = range(min(num_steps - delta, 5))
-    colours = plt.get_cmap("viridis")(torch.linspace(0, 0.9, len(shown)).numpy())
-    for i, colour in zip(shown, colours, strict=True):
-        start = encoding[i, 2 * freq_index : 2 * freq_index + 2]  # (sin, cos) at i
-        end = rotation @ start  # predicted (sin, cos) at i + delta
-        right.annotate(
-            "",
-            xy=(float(end[1]), float(end[0])),
-            xytext=(float(start[1]), float(start[0])),
-            arrowprops={"arrowstyle": "->", "color": colour},
-        )
-        right.plot([float(start[1])], [float(start[0])], "o", color=colour, markersize=5)
-        right.text(  # outside the unit circle, where no arrow (a chord inside it) passes
-            1.17 * float(start[1]), 1.17 * float(start[0]), f"{i}", fontsize=8, color=colour, ha="center", va="center"
-        )
-        target = encoding[i + delta, 2 * freq_index : 2 * freq_index + 2]  # the true (sin, cos) at i + delta
-        right.plot([float(target[1])], [float(target[0])], "o", markerfacecolor="none", color=colour, markersize=10)
-    right.set_xlim(-1.3, 1.3)
-    right.set_ylim(-1.3, 1.3)
-    right.set_title(
         f"i -> i + {delta}: one rotation by {delta} w = {delta * omega:.3g} rad\n"
         "(dots: positions i; rings: the true encodings at i + delta)",
-        fontsize=9,
     )
 
 
@@ -122,6 +81,9 @@ def plot_rotation(
 ):
     """The rotation at work for one column pair: left, the pair as two waves; right, the pair as points on the unit
     circle, each position joined to the position ``delta`` later by the same rotation.
+
+    The waves keep the range [-1.1, 1.1] of the fast pairs, so pairs can be compared: a slow pair's waves stay nearly
+    flat. A slider panel updates the figure in place.
 
     Args:
         delta: the offset.
@@ -136,20 +98,68 @@ def plot_rotation(
     left, right = axes
     positions = torch.arange(num_steps)
     fine = torch.linspace(0, num_steps - 1, 10 * (num_steps - 1) + 1)  # (F,): smooth waves between the positions
-    for colour, label in (("C0", "sin"), ("C1", "cos")):  # data and labels: _draw_rotation
-        left.plot(fine, torch.zeros_like(fine), color=colour, linewidth=1, label=label)
-    for colour in ("C0", "C1"):
-        left.plot(positions, torch.zeros(num_steps), "o", color=colour, markersize=3)
+    # Every artist is drawn once with placeholder data; update() (called below) gives them the values.
+    waves = [left.plot(fine, torch.zeros_like(fine), color=c, linewidth=1, label=c)[0] for c in ("C0", "C1")]
+    dots = [left.plot(positions, torch.zeros(num_steps), "o", color=c, markersize=3)[0] for c in ("C0", "C1")]
+    left.set_ylim(-1.1, 1.1)  # fixed: the fastest pair's range, which the smooth waves fill
+    left.set_yticks([-1.0, -0.5, 0.0, 0.5, 1.0])  # few tick labels: each costs a slider's redraw time
+    left.xaxis.set_major_locator(MaxNLocator(5, integer=True))
     left.set_xlabel("position i")
     left.set_ylabel("encoding value")
-    left.legend(fontsize=8, loc="lower left")
+    legend = left.legend(fontsize=8, loc="lower left")
     circle = torch.linspace(0, 2 * math.pi, 200)
     right.plot(torch.cos(circle), torch.sin(circle), color="0.85", linewidth=1)
+    shown = min(num_steps - delta, 5)  # positions i with i + delta inside the encoding (at most 5)
+    colours = plt.get_cmap("viridis")(torch.linspace(0, 0.9, shown).numpy())
+    marks = []  # per position i: (arrow, dot, number, ring)
+    for i, colour in enumerate(colours):
+        arrow = right.annotate("", xy=(0.0, 0.0), xytext=(0.0, 0.0), arrowprops={"arrowstyle": "->", "color": colour})
+        (dot,) = right.plot([0.0], [0.0], "o", color=colour, markersize=5)
+        number = right.text(0.0, 0.0, f"{i}", fontsize=8, color=colour, ha="center", va="center")
+        (ring,) = right.plot([0.0], [0.0], "o", markerfacecolor="none", color=colour, markersize=10)
+        marks.append((arrow, dot, number, ring))
+    right.set_xlim(-1.3, 1.3)
+    right.set_ylim(-1.3, 1.3)
+    right.set_xticks([-1.0, 0.0, 1.0])
+    right.set_yticks([-1.0, 0.0, 1.0])
     right.set_aspect("equal")
     right.set_xlabel("cos(i w)")
     right.set_ylabel("sin(i w)")
-    _draw_rotation(left, right, encoding, delta, freq_index)
+    titles = (left.set_title("", fontsize=10), right.set_title("\n", fontsize=9))
+
+    built = (num_steps, num_hiddens)
+
+    def update(delta: int = 3, freq_index: int = 1, num_steps: int = num_steps, num_hiddens: int = num_hiddens, **_):
+        """New values on the same artists (see ``attn_course.widgets``); True when they need a new figure."""
+        _require_rotation_args(delta, freq_index, num_steps, num_hiddens)
+        if (num_steps, num_hiddens) != built or min(num_steps - delta, 5) != len(marks):
+            return True  # another encoding, or another number of arrows
+        omega = float(frequencies(num_hiddens)[freq_index])
+        pair = encoding[:, 2 * freq_index : 2 * freq_index + 2].numpy()  # (T, 2): (sin, cos) at every position
+        angles = fine.double().numpy() * omega
+        labels = (f"column {2 * freq_index}: sin(i w)", f"column {2 * freq_index + 1}: cos(i w)")
+        for k, (wave, dot_line, text, curve) in enumerate(
+            zip(waves, dots, legend.get_texts(), (np.sin(angles), np.cos(angles)), strict=True)
+        ):
+            wave.set_ydata(curve)
+            wave.set_label(labels[k])
+            text.set_text(labels[k])
+            dot_line.set_ydata(pair[:, k])  # the encoding exists at whole positions only
+        moved = pair[: len(marks)] @ rotation_matrix(delta, omega).numpy().T  # (n, 2): (sin, cos) at i + delta
+        for i, (arrow, dot, number, ring) in enumerate(marks):
+            (sin_i, cos_i), (sin_end, cos_end), (sin_true, cos_true) = pair[i], moved[i], pair[i + delta]
+            arrow.xy = (float(cos_end), float(sin_end))
+            arrow.xyann = (float(cos_i), float(sin_i))
+            dot.set_data([cos_i], [sin_i])
+            number.set_position((1.17 * cos_i, 1.17 * sin_i))  # outside the unit circle, where no arrow passes
+            ring.set_data([cos_true], [sin_true])  # the true (sin, cos) at i + delta
+        for title, text in zip(titles, _rotation_titles(delta, omega, freq_index), strict=True):
+            title.set_text(text)
+        return False
+
+    update(delta, freq_index)
     fig = left.figure
+    fig.slider_update = update
     return fig
 
 

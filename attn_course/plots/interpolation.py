@@ -12,10 +12,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
-from ._validate import require_float, require_int, require_rank
-from .data import noisy_samples, true_function
-from .kernels import lagrange_basis, nadaraya_watson
+from .._validate import require_float, require_int, require_rank
+from ..data import noisy_samples, true_function
+from ..kernels import lagrange_basis, nadaraya_watson
 
 __all__ = ["plot_lagrange_basis", "plot_weight_comparison", "plot_noisy_fit"]
 
@@ -74,6 +75,8 @@ def plot_weight_comparison(
     weights lie in [0, 1]. The Lagrange weights change sign and span orders of magnitude: their scale is symmetric
     logarithmic, linear from -1 to 1 and then one step per power of ten, up to the power of ten above the largest
     weight in size anywhere between the first and the last node (or at the query, if it lies outside them).
+    A slider panel updates the figure in place (``fig.slider_update``), and builds it anew for a query outside the
+    nodes.
 
     Args:
         query: the query x.
@@ -89,34 +92,74 @@ def plot_weight_comparison(
     x = torch.linspace(float(nodes.min()), float(nodes.max()), 801, dtype=nodes.dtype)
     w_lag, w_nw, nw_curve, f_lag, f_nw = _weight_estimates(query, nodes, values, bandwidth, x)
     basis = lagrange_basis(x, nodes)  # (801, N): every Lagrange weight between the first and the last node
-    left.plot(_np(x), _np(basis @ values), color="C2", label=_lagrange_label(query, f_lag))
-    left.plot(_np(x), _np(nw_curve), color="C0", label=_nw_label(query, f_nw, bandwidth))
+    (lag_line,) = left.plot(_np(x), _np(basis @ values), color="C2", label=_lagrange_label(query, f_lag))
+    (nw_line,) = left.plot(_np(x), _np(nw_curve), color="C0", label=_nw_label(query, f_nw, bandwidth))
     left.scatter(_np(nodes), _np(values), color="C1", zorder=3, s=18, label="data")
-    left.axvline(query, color="0.3", linewidth=0.8)
-    left.plot([query], [f_lag], "*", color="C2", markersize=11)
-    left.plot([query], [f_nw], "*", color="C0", markersize=11)
+    query_line = left.axvline(query, color="0.3", linewidth=0.8)
+    (lag_star,) = left.plot([query], [f_lag], "*", color="C2", markersize=11)
+    (nw_star,) = left.plot([query], [f_nw], "*", color="C0", markersize=11)
     lo, hi = float(values.min()), float(values.max())
     left.axhspan(lo, hi, color="C0", alpha=0.07, label="[min y, max y]")
     spread = max(hi - lo, 1.0)  # equal values still get a visible range
     left.set_ylim(lo - 0.6 * spread, hi + 0.6 * spread)
+    left.xaxis.set_major_locator(MaxNLocator(nbins=5))  # a few numbers are enough to read x; fewer to draw
     left.set_xlabel("x")
     left.set_ylabel("y")
-    _point_off_chart(left, query, f_lag, f_nw)
-    left.set_title(_comparison_title(query), fontsize=10)
-    left.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
+    notes = _point_off_chart(left, query, f_lag, f_nw)
+    title = left.set_title(_comparison_title(query), fontsize=10)
+    legend = left.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
     idx = np.arange(len(nodes))
-    largest = max(float(basis.abs().max()), float(w_lag.abs().max()), 1.0)
-    _symmetric_log_axis(top, math.ceil(math.log10(largest) - 1e-9))
+    basis_largest = float(basis.abs().max())
+    power = _lagrange_power(basis_largest, w_lag)
+    _symmetric_log_axis(top, power)
     bottom.set_ylim(0.0, 1.0)
+    bottom.set_yticks([0.0, 0.5, 1.0])
+    bars, titles = [], []
     for ax, w, colour, name in ((top, w_lag, "C2", "Lagrange"), (bottom, w_nw, "C0", "Gaussian")):
-        ax.bar(idx, _np(w), width=0.6, color=colour)
+        bars.append(ax.bar(idx, _np(w), width=0.6, color=colour))
         ax.axhline(0, color="0.4", linewidth=0.6)
         ax.set_ylabel("weight")
-        ax.set_title(_weights_title(name, w), fontsize=9)
+        titles.append(ax.set_title(_weights_title(name, w), fontsize=9))
         ax.set_xticks(idx, [f"{float(v):.1f}" for v in nodes])
+    top.tick_params(labelbottom=False)  # the same data points as below: written once
     bottom.set_xlabel("data point $x_i$")
+    among_nodes = float(nodes.min()) <= query <= float(nodes.max())  # else the query widens the x range
+
+    def update(query: float, bandwidth: float = 0.5, **given) -> bool:
+        """New values on the same artists (see ``attn_course.widgets``); True when they need a new figure."""
+        if given.get("nodes", nodes) is not nodes or given.get("values", values) is not values:
+            return True  # other data points
+        w_lag, w_nw, nw_curve, f_lag, f_nw = _weight_estimates(query, nodes, values, bandwidth, x)
+        if not (among_nodes and float(nodes.min()) <= query <= float(nodes.max())):
+            return True
+        if _lagrange_power(basis_largest, w_lag) != power:
+            return True
+        nw_line.set_ydata(_np(nw_curve))
+        query_line.set_xdata([query, query])
+        lag_star.set_data([query], [f_lag])
+        nw_star.set_data([query], [f_nw])
+        for note in notes:  # the notes of the values off the chart, made again as the figure makes them
+            note.remove()
+        notes[:] = _point_off_chart(left, query, f_lag, f_nw)
+        title.set_text(_comparison_title(query))
+        labels = (_lagrange_label(query, f_lag), _nw_label(query, f_nw, bandwidth))
+        for line, text, label in zip((lag_line, nw_line), legend.get_texts()[:2], labels, strict=True):
+            line.set_label(label)
+            text.set_text(label)
+        for bar_set, text, w, name in zip(bars, titles, (w_lag, w_nw), ("Lagrange", "Gaussian"), strict=True):
+            for bar, height in zip(bar_set, _np(w).tolist(), strict=True):
+                bar.set_height(height)
+            text.set_text(_weights_title(name, w))
+        return False
+
     fig = left.figure
+    fig.slider_update = update
     return fig
+
+
+def _lagrange_power(basis_largest: float, w_lag: torch.Tensor) -> int:
+    """The power of ten at the top of the Lagrange weights' axis: above the largest weight in size."""
+    return math.ceil(math.log10(max(basis_largest, float(w_lag.abs().max()), 1.0)) - 1e-9)
 
 
 def _symmetric_log_axis(ax, power: int) -> None:
@@ -163,47 +206,67 @@ def _weights_title(name: str, w: torch.Tensor) -> str:
     return f"{name} weights: from {float(w.min()):.3g} to {float(w.max()):.3g}, sum {float(w.sum()):.4f}"
 
 
-def _point_off_chart(left, query: float, f_lag: float, f_nw: float) -> None:
+def _point_off_chart(left, query: float, f_lag: float, f_nw: float) -> list:
     """An arrow from the chart's edge to each estimate that falls outside it, with its value (on the side of the
-    query with more room, inside the chart)."""
+    query with more room, inside the chart); the annotations made."""
+    notes = []
     bottom_edge, top_edge = left.get_ylim()
     low, high = left.get_xlim()
     leftwards = query > (low + high) / 2
     for value, colour in ((f_lag, "C2"), (f_nw, "C0")):
         if not bottom_edge <= value <= top_edge:
             edge = top_edge if value > top_edge else bottom_edge
-            left.annotate(
-                f"{value:.4g} {'above' if value > top_edge else 'below'}",
-                xy=(query, edge),
-                xytext=(-6 if leftwards else 6, -14 if value > top_edge else 14),
-                textcoords="offset points",
-                color=colour,
-                fontsize=8,
-                ha="right" if leftwards else "left",
-                va="center",
-                arrowprops={"arrowstyle": "->", "color": colour},
+            notes.append(
+                left.annotate(
+                    f"{value:.4g} {'above' if value > top_edge else 'below'}",
+                    xy=(query, edge),
+                    xytext=(-6 if leftwards else 6, -14 if value > top_edge else 14),
+                    textcoords="offset points",
+                    color=colour,
+                    fontsize=8,
+                    ha="right" if leftwards else "left",
+                    va="center",
+                    arrowprops={"arrowstyle": "->", "color": colour},
+                )
             )
+    return notes
 
 
 def plot_noisy_fit(
     n_nodes: int = 10, noise: float = 0.3, bandwidth: float = 0.4, seed: int = 0, ax=None, figsize=(6.5, 3.6)
 ) -> Figure:
-    """Lagrange and Nadaraya-Watson through noisy samples of ``true_function`` on [0, 5]."""
+    """Lagrange and Nadaraya-Watson through noisy samples of ``true_function`` on [0, 5].
+
+    A slider panel updates the figure in place (``fig.slider_update``).
+    """
     if ax is None:
         _, ax = plt.subplots(figsize=figsize, layout="constrained")
     x = torch.linspace(0.0, 5.0, 801, dtype=torch.float64)
     truth = true_function(x)
     x_nodes, y_nodes, lag, nw, labels = _noisy_fit(n_nodes, noise, bandwidth, seed, x, truth)
     ax.plot(_np(x), _np(truth), "--", color="0.3", linewidth=1.2, label="truth")
-    ax.plot(_np(x), _np(lag), color="C2", label=labels[0])
-    ax.plot(_np(x), _np(nw), color="C0", label=labels[1])
-    ax.scatter(_np(x_nodes), _np(y_nodes), color="C1", s=18, zorder=3, label=labels[2])
+    (lag_line,) = ax.plot(_np(x), _np(lag), color="C2", label=labels[0])
+    (nw_line,) = ax.plot(_np(x), _np(nw), color="C0", label=labels[1])
+    samples = ax.scatter(_np(x_nodes), _np(y_nodes), color="C1", s=18, zorder=3, label=labels[2])
     ax.set_ylim(-2.0, 6.0)
     ax.set_xlabel("x")
     ax.set_ylabel("y")
-    ax.set_title(_noisy_title(noise), fontsize=10)
-    ax.legend(fontsize=7, loc="lower left")
+    title = ax.set_title(_noisy_title(noise), fontsize=10)
+    legend = ax.legend(fontsize=7, loc="lower left")
+
+    def update(n_nodes: int = 10, noise: float = 0.3, bandwidth: float = 0.4, seed: int = 0, **_) -> None:
+        """New values on the same artists (see ``attn_course.widgets``): the samples stay in [0, 5] as the x axis."""
+        x_nodes, y_nodes, lag, nw, labels = _noisy_fit(n_nodes, noise, bandwidth, seed, x, truth)
+        lag_line.set_ydata(_np(lag))
+        nw_line.set_ydata(_np(nw))
+        samples.set_offsets(np.column_stack([_np(x_nodes), _np(y_nodes)]))
+        for artist, text, label in zip((lag_line, nw_line, samples), legend.get_texts()[1:], labels, strict=True):
+            artist.set_label(label)
+            text.set_text(label)
+        title.set_text(_noisy_title(noise))
+
     fig = ax.figure
+    fig.slider_update = update
     return fig
 
 

@@ -1,7 +1,4 @@
-"""Figures of the course: the shared pieces and ``show_heatmaps``.
-
-The figures of each notebook live in ``plotting_pooling`` (notebook 01) and ``plotting_models``
-(notebooks 06 and 08).
+"""Heatmaps: ``show_heatmaps`` and the pieces every figure of ``attn_course.plots`` shares.
 
 Every helper takes ``ax=None`` (or ``axes=None``), draws on a new figure when none is given,
 returns the ``Figure``, labels its axes, and never calls ``plt.show()`` or changes global
@@ -24,13 +21,6 @@ ANNOTATE_MAX_CELLS = 100  # "auto" annotates matrices up to 10 x 10
 
 def _np(x) -> np.ndarray:
     return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
-
-
-def _scale_top(value: float) -> float:
-    """The smallest of 1, 2 and 5 times a power of ten that is at least ``value`` (> 0): the top of a scale that
-    moves in steps while a slider moves, so that bars and colours of neighbouring pictures can be compared."""
-    power = 10.0 ** np.floor(np.log10(value))
-    return next(float(step * power) for step in (1, 2, 5, 10) if step * power >= value * (1 - 1e-9))
 
 
 def _new_axes(ax, figsize):
@@ -74,8 +64,7 @@ def _draw_matrix(
     for spine in ax.spines.values():
         spine.set_visible(False)
     if annotate:
-        colours = mesh.to_rgba(data)  # (R, C, 4)
-        luminance = colours[..., :3] @ np.array([0.2126, 0.7152, 0.0722])  # (R, C)
+        colours = _text_colours(mesh, data)
         for i in range(rows):
             for j in range(cols):
                 ax.text(
@@ -85,10 +74,33 @@ def _draw_matrix(
                     ha="center",
                     va="center",
                     fontsize=fontsize,
-                    color="black" if luminance[i, j] > 0.408 else "white",
+                    color=colours[i][j],
                     in_layout=False,  # inside its cell: not a decoration the layout makes room for
                 )
     return mesh
+
+
+def _text_colours(mesh, data: np.ndarray) -> list[list[str]]:
+    """The colour of each cell's number: black on light cells, white on dark ones (R lists of C colours)."""
+    luminance = mesh.to_rgba(data)[..., :3] @ np.array([0.2126, 0.7152, 0.0722])  # (R, C)
+    return [["black" if value > 0.408 else "white" for value in row] for row in luminance]
+
+
+def _set_matrix(ax, data: np.ndarray, fmt: str = ".2f", vmin: float | None = None, vmax: float | None = None) -> None:
+    """New values, of the same shape, on the matrix ``_draw_matrix`` drew on ``ax``, for a figure updated in place.
+
+    Sets the ``QuadMesh``'s data (and its colour scale, when ``vmin`` and ``vmax`` are given) and, if the cells were
+    annotated, the numbers and their colours: the axes' texts, which must be the annotations, row by row.
+    """
+    mesh = ax.collections[0]
+    mesh.set_array(data)
+    if vmin is not None and vmax is not None:
+        mesh.set_clim(vmin, vmax)
+    if len(ax.texts):
+        colours = [colour for row in _text_colours(mesh, data) for colour in row]
+        for text, value, colour in zip(ax.texts, data.reshape(-1), colours, strict=True):
+            text.set_text(format(value, fmt))
+            text.set_color(colour)
 
 
 def _thin_ticks(

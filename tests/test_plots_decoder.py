@@ -1,4 +1,4 @@
-"""attn_course.plotting_decoder and time_per_token: the figures and timings of notebook 09."""
+"""attn_course.plots.decoder and time_per_token: the figures and timings of notebook 09."""
 
 import math
 

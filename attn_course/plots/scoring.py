@@ -12,8 +12,8 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from ._validate import require_int
-from .scaling import _require_temperature, _softmax_entropy, mean_entropy
+from .._validate import require_int
+from ..scaling import _require_temperature, _softmax_entropy, mean_entropy
 
 __all__ = ["plot_saturation"]
 
@@ -22,6 +22,8 @@ def plot_saturation(
     d: int = 64, temperature: float = 1.0, num_keys: int = 16, seed: int = 0, axes=None, figsize=(11.0, 3.4)
 ) -> Figure:
     """One query's softmax weights over random keys, unscaled and scaled (left); mean entropy against D (right).
+
+    A slider panel updates the figure in place (``fig.slider_update``).
 
     Args:
         d: query and key size D.
@@ -37,18 +39,22 @@ def plot_saturation(
         _, axes = plt.subplots(1, 2, figsize=figsize, layout="constrained", width_ratios=(1, 1.1))
     left, right = axes
     idx = np.arange(num_keys)
-    bars = _one_query_weights(d, temperature, num_keys, seed)
-    for offset, (w, label), colour in zip((-0.2, 0.2), bars, ("C3", "C0"), strict=True):
-        left.bar(idx + offset, w, width=0.4, color=colour, label=label)
+    bars = []
+    for offset, (w, label), colour in zip(
+        (-0.2, 0.2), _one_query_weights(d, temperature, num_keys, seed), ("C3", "C0"), strict=True
+    ):
+        bars.append(left.bar(idx + offset, w, width=0.4, color=colour, label=label))
     left.set_ylim(0, 1.05)
     left.set_xlabel("key")
     left.set_ylabel("attention weight")
-    left.set_title(_saturation_title(d, temperature, num_keys), fontsize=10)
-    left.legend(fontsize=7, loc="upper left")
-    curves = _entropy_curves(d, temperature, num_keys, seed)
-    for (sizes, entropies, here), colour, name in zip(curves, ("C3", "C0"), ("q.k", "q.k / sqrt(D)"), strict=True):
-        right.plot(sizes, entropies, marker=".", color=colour, label=name)
-        right.plot([d], [here], "o", color=colour, markersize=9, markerfacecolor="none")
+    title = left.set_title(_saturation_title(d, temperature, num_keys), fontsize=10)
+    legend = left.legend(fontsize=7, loc="upper left")
+    curves, marks = [], []
+    for (sizes, entropies, here), colour, name in zip(
+        _entropy_curves(d, temperature, num_keys, seed), ("C3", "C0"), ("q.k", "q.k / sqrt(D)"), strict=True
+    ):
+        curves.append(right.plot(sizes, entropies, marker=".", color=colour, label=name)[0])
+        marks.append(right.plot([d], [here], "o", color=colour, markersize=9, markerfacecolor="none")[0])
     right.axhline(
         math.log(num_keys), color="0.5", linestyle=":", label=f"uniform: log {num_keys} = {math.log(num_keys):.2f}"
     )
@@ -58,7 +64,33 @@ def plot_saturation(
     right.set_ylabel("mean entropy of the weights (nats)")
     right.set_title("Unscaled scores saturate the softmax as D grows", fontsize=10)
     right.legend(fontsize=7, loc="lower left")
+    sizes = curves[0].get_xdata()
+    among_sizes = min(sizes) <= d <= max(sizes)  # else the marks widen the D axis
+
+    def update(d: int = 64, temperature: float = 1.0, **given) -> bool:
+        """New values on the same artists (see ``attn_course.widgets``); True when they need a new figure."""
+        require_int(d, "d")
+        _require_temperature(temperature)
+        if (given.get("num_keys", num_keys), given.get("seed", seed)) != (num_keys, seed):
+            return True  # other keys: other bars
+        if not (among_sizes and min(sizes) <= d <= max(sizes)):
+            return True
+        weights = _one_query_weights(d, temperature, num_keys, seed)
+        for bar_set, (w, label), text in zip(bars, weights, legend.get_texts(), strict=True):
+            for bar, height in zip(bar_set, w.tolist(), strict=True):
+                bar.set_height(height)
+            bar_set.set_label(label)
+            text.set_text(label)
+        title.set_text(_saturation_title(d, temperature, num_keys))
+        for curve, mark, (_, entropies, here) in zip(
+            curves, marks, _entropy_curves(d, temperature, num_keys, seed), strict=True
+        ):
+            curve.set_ydata(entropies)
+            mark.set_data([d], [here])
+        return False
+
     fig = left.figure
+    fig.slider_update = update
     return fig
 
 

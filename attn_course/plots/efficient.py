@@ -12,13 +12,14 @@ import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
-from ._validate import require_int
-from .efficient import _key_blocks, _require_causal_sizes, block_counts
-from .efficient_cost import io_cost
+from .._validate import require_int
+from ..efficient import _key_blocks, _require_causal_sizes, block_counts
+from ..efficient_cost import io_cost
 
 __all__ = ["plot_peak_memory", "plot_tiles", "plot_io_cost"]
 
 _MB = 2**20
+_IO_SIZES = [2**k for k in range(8, 16)]  # the N of plot_io_cost's curves: 256 .. 32768
 
 
 def _axes(ax, figsize):
@@ -109,6 +110,8 @@ def plot_io_cost(
 ) -> Figure:
     """The IO model (``io_cost``): bytes moved against N for both versions (left), arithmetic intensity (right).
 
+    A slider panel updates the figure in place.
+
     Args:
         num_tokens: N, marked on the left panel; block_size: b of the tiled version; d: head size.
         fast_memory_kb: fast memory per tile, in KiB; the title says whether a tile fits.
@@ -120,11 +123,13 @@ def plot_io_cost(
     if axes is None:
         _, axes = plt.subplots(1, 2, figsize=figsize, dpi=90, layout="constrained", width_ratios=(1.3, 1))
     left, right = axes
-    sizes = [2**k for k in range(8, 16)]  # 256 .. 32768
+    sizes = _IO_SIZES
     naive = [io_cost(n, d, block_size)["naive_bytes"] / _MB for n in sizes]
     left.plot(sizes, naive, marker="o", color="C3", label="materialised")
-    left.plot(sizes, _tiled_curve(sizes, d, block_size), marker="s", color="C0", label=f"tiled, b = {block_size}")
-    left.plot([num_tokens] * 2, [here["naive_bytes"] / _MB, here["tiled_bytes"] / _MB], "k:", linewidth=1)
+    (tiled,) = left.plot(
+        sizes, _tiled_curve(sizes, d, block_size), marker="s", color="C0", label=f"tiled, b = {block_size}"
+    )
+    (marker,) = left.plot([num_tokens] * 2, [here["naive_bytes"] / _MB, here["tiled_bytes"] / _MB], "k:", linewidth=1)
     # Fixed ticks and limits: the same axes for every N and b, so that two pictures compare at a glance.
     left.set_xscale("log", base=2)
     left.set_yscale("log")
@@ -134,18 +139,55 @@ def plot_io_cost(
     left.set_ylim(0.05, 2e5)
     left.set_xlabel("N = Q = K (log scale)")
     left.set_ylabel("MB moved to and from slow memory")
-    left.set_title(_bytes_title(num_tokens, here), fontsize=10)
-    left.legend(fontsize=8, loc="upper left")
+    left_title = left.set_title(_bytes_title(num_tokens, here), fontsize=10)
+    legend = left.legend(fontsize=8, loc="upper left")
     values = [here["naive_intensity"], here["tiled_intensity"]]
-    right.bar(["materialised", "tiled"], values, color=["C3", "C0"])
-    for x, v in enumerate(values):
-        right.text(x, v, f"{v:.1f}", ha="center", va="bottom", fontsize=9)
-    right.set_ylim(0, max(150.0, max(values) * 1.2))
+    bars = right.bar(["materialised", "tiled"], values, color=["C3", "C0"])
+    numbers = [right.text(x, v, f"{v:.1f}", ha="center", va="bottom", fontsize=9) for x, v in enumerate(values)]
+    right.set_ylim(0, _intensity_top(values))
     right.set_ylabel("FLOPs per byte moved")
     title, colour = _fit_title(here, fast_memory_kb)
-    right.set_title(title, fontsize=10, color=colour)
+    right_title = right.set_title(title, fontsize=10, color=colour)
+
+    built = (num_tokens, d, fast_memory_kb)
+
+    def update(num_tokens: int = 4096, block_size: int = 64, d: int = d, fast_memory_kb: float = fast_memory_kb, **_):
+        """New values on the same artists (see ``attn_course.widgets``); True when they need a new figure."""
+        require_int(num_tokens, "num_tokens")
+        require_int(block_size, "block_size")
+        if (d, fast_memory_kb) != built[1:] or not _inside(num_tokens) or not _inside(built[0]):
+            return True  # other curves, or an N line that widens the N axis
+        here = io_cost(num_tokens, d, block_size, fast_memory=fast_memory_kb * 1024)
+        values = [here["naive_intensity"], here["tiled_intensity"]]
+        if _intensity_top(values) != right.get_ylim()[1]:
+            return True  # other tick labels on the intensity axis
+        tiled.set_ydata(_tiled_curve(sizes, d, block_size))
+        tiled.set_label(f"tiled, b = {block_size}")
+        legend.get_texts()[1].set_text(f"tiled, b = {block_size}")
+        marker.set_data([num_tokens] * 2, [here["naive_bytes"] / _MB, here["tiled_bytes"] / _MB])
+        left_title.set_text(_bytes_title(num_tokens, here))
+        for x, (bar, number, v) in enumerate(zip(bars, numbers, values, strict=True)):
+            bar.set_height(v)
+            number.set_position((x, v))
+            number.set_text(f"{v:.1f}")
+        title, colour = _fit_title(here, fast_memory_kb)
+        right_title.set_text(title)
+        right_title.set_color(colour)
+        return False
+
     fig = left.figure
+    fig.slider_update = update
     return fig
+
+
+def _inside(num_tokens: int) -> bool:
+    """Whether ``plot_io_cost``'s line at N lies within its curves, which then set the N axis alone."""
+    return _IO_SIZES[0] <= num_tokens <= _IO_SIZES[-1]
+
+
+def _intensity_top(values: list[float]) -> float:
+    """The top of the intensity axis: 150 FLOPs per byte, or more for a larger intensity."""
+    return max(150.0, max(values) * 1.2)
 
 
 def _tiled_curve(sizes, d: int, block_size: int) -> list[float]:

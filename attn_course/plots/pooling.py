@@ -14,10 +14,12 @@ import torch
 from matplotlib.colors import PowerNorm
 from matplotlib.figure import Figure
 
-from .kernels import KERNELS, nadaraya_watson
-from .plotting import _new_axes, _np, _scale_top
+from ..kernels import KERNELS, nadaraya_watson
+from .heatmaps import _new_axes, _np
 
 __all__ = ["plot_regression", "plot_kernels", "plot_query_weights", "plot_nw_fit"]
+
+WEIGHT_TICKS = [0.0, 0.05, 0.2, 0.5, 1.0]  # on the square-root scale of the weights
 
 
 def plot_regression(
@@ -74,8 +76,9 @@ def plot_query_weights(
 ) -> Figure:
     """One query's Nadaraya-Watson attention over the keys: data coloured by weight, weights as bars.
 
-    The colours and the bars share one weight scale, from 0 to the first of 0.01, 0.02, 0.05, 0.1, ... 1 above the
-    largest weight: it changes in steps, so a slider's neighbouring pictures can be compared.
+    The colours and the bars share one fixed weight scale from 0 to 1, square-root stretched as in ``plot_nw_fit``'s
+    heatmap: any two pictures can be compared, and small weights still show. A slider panel updates the figure in
+    place (see ``attn_course.widgets``).
 
     Args:
         query: the query x.
@@ -86,7 +89,6 @@ def plot_query_weights(
     keys, values = torch.as_tensor(keys), torch.as_tensor(values)
     pred, weights = _query_weights(query, keys, values, kernel, bandwidth)
     keys_np = _np(keys)
-    scale = _scale_top(max(float(weights.max()), 1e-12))
     if axes is None:
         fig, axes = plt.subplots(2, 1, figsize=figsize, sharex=True, height_ratios=(2, 1), layout="constrained")
     top, bottom = axes
@@ -95,14 +97,13 @@ def plot_query_weights(
         _np(values),
         c=weights,
         cmap="Reds",
-        vmin=0,
-        vmax=scale,
+        norm=PowerNorm(gamma=0.5, vmin=0.0, vmax=1.0),
         s=22,
         edgecolors="0.4",
         linewidths=0.4,
     )
-    top.axvline(query, color="C0", linewidth=1)
-    top.plot(
+    top_line = top.axvline(query, color="C0", linewidth=1)
+    (star,) = top.plot(
         [query],
         [pred],
         marker="*",
@@ -112,16 +113,46 @@ def plot_query_weights(
         label=_prediction_label(query, pred),
     )
     top.set_ylabel("value y_i")
-    top.legend(fontsize=8, loc="best")
-    top.figure.colorbar(points, ax=list(axes), label="weight", shrink=0.9)  # one bar keeps both x axes aligned
-    bottom.vlines(keys_np, 0.0, weights, color="C3", linewidth=2.5)  # one thin bar per key, at the key's x
-    bottom.set_ylim(0.0, scale)
-    bottom.axvline(query, color="C0", linewidth=1)
+    legend = top.legend(fontsize=8, loc="best")
+    # one colour bar keeps both x axes aligned
+    top.figure.colorbar(points, ax=list(axes), label="weight", shrink=0.9, ticks=WEIGHT_TICKS)
+    bars = bottom.vlines(keys_np, 0.0, weights, color="C3", linewidth=2.5)  # one thin bar per key, at the key's x
+    bottom.set_yscale("function", functions=(np.sqrt, np.square))  # the colour bar's stretch
+    bottom.set_ylim(0.0, 1.0)
+    bottom.set_yticks(WEIGHT_TICKS)
+    bottom_line = bottom.axvline(query, color="C0", linewidth=1)
+    bottom.set_xlim(*_query_limits(keys_np, query))
     bottom.set_xlabel("key x_i")
     bottom.set_ylabel("attention weight")
-    top.set_title(_query_title(query, kernel, bandwidth), fontsize=10)
+    title = top.set_title(_query_title(query, kernel, bandwidth), fontsize=10)
+
+    def update(query: float, kernel: str = "gaussian", bandwidth: float = 1.0, **_) -> bool:
+        """New values on the same artists (see ``attn_course.widgets``); True when they need a new figure."""
+        pred, weights = _query_weights(query, keys, values, kernel, bandwidth)
+        ticks = bottom.xaxis.get_major_formatter().format_ticks(bottom.get_xticks())
+        bottom.set_xlim(*_query_limits(keys_np, query))
+        if bottom.xaxis.get_major_formatter().format_ticks(bottom.get_xticks()) != ticks:
+            return True  # other x tick labels (a query far outside the keys): the layout changes
+        points.set_array(weights)
+        bars.set_segments([[(x, 0.0), (x, w)] for x, w in zip(keys_np, weights, strict=True)])
+        for line in (top_line, bottom_line):
+            line.set_xdata([query, query])
+        star.set_data([query], [pred])
+        star.set_label(_prediction_label(query, pred))
+        legend.get_texts()[0].set_text(_prediction_label(query, pred))
+        title.set_text(_query_title(query, kernel, bandwidth))
+        return False
+
     fig = top.figure
+    fig.slider_update = update
     return fig
+
+
+def _query_limits(keys: np.ndarray, query: float) -> tuple[float, float]:
+    """The x range of ``plot_query_weights``: the keys and the query, with 5% to spare on each side."""
+    low, high = min(float(keys.min()), query), max(float(keys.max()), query)
+    spare = 0.05 * (high - low) if high > low else 0.5
+    return low - spare, high + spare
 
 
 def _query_weights(query: float, keys, values, kernel, bandwidth) -> tuple[float, np.ndarray]:
@@ -194,4 +225,14 @@ def plot_nw_fit(
     axes[1].set_ylabel("test input x (query)")
     axes[1].set_title("Attention weights (keys at their real x)", fontsize=10)
     fig.colorbar(image, ax=axes[1], label="weight")
+    fit = next(line for line in axes[0].get_lines() if line.get_label() == "Nadaraya-Watson")
+
+    def update(kernel: str = "gaussian", bandwidth: float = 1.0, **_) -> None:
+        """New values on the same artists (see ``attn_course.widgets``): the fit, the weights and the title."""
+        y_pred, weights = nadaraya_watson(x_test, keys, values, kernel, bandwidth)
+        fit.set_ydata(_np(y_pred))  # a weighted mean of the values: the y range stays the data's
+        image.set_array(_np(weights))
+        axes[0].set_title(_kernel_label(kernel, bandwidth), fontsize=10)
+
+    fig.slider_update = update
     return fig

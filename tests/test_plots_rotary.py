@@ -1,4 +1,4 @@
-"""attn_course.plotting_rotary: the figures of notebook 11 and their redraw in place."""
+"""attn_course.plots.rotary: the figures of notebook 11 and their redraw in place."""
 
 import math
 

@@ -13,10 +13,10 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from ._validate import require_float, require_int, require_rank
-from .plotting import _draw_matrix, _np, _thin_ticks
-from .positional import frequencies, positional_encoding
-from .rotary import alibi_bias, apply_rope
+from .._validate import require_float, require_int, require_rank
+from ..positional import frequencies, positional_encoding
+from ..rotary import alibi_bias, apply_rope
+from .heatmaps import _draw_matrix, _np, _thin_ticks
 
 __all__ = ["plot_rope_angles", "plot_rope_scores", "plot_alibi", "plot_extrapolation"]
 
@@ -32,6 +32,7 @@ def plot_rope_angles(
 ) -> Figure:
     """RoPE's rotation angle ``position * w_j`` for every pair ``j``: left, each pair's angle at ``position`` as an
     arrow on the unit circle; right, each pair's angle (modulo 2 pi) against the position, up to ``max_position``.
+    A slider panel updates the figure in place.
 
     Args:
         position: the position p marked (0 .. max_position).
@@ -72,14 +73,24 @@ def plot_rope_angles(
         f"Pair j = 0 (darkest) wraps around fast, pair j = {len(omega) - 1} (yellow) barely moves", fontsize=10
     )
 
-    def draw(p: int) -> None:
-        for arrow, angle in zip(arrows, p * omega, strict=True):
-            arrow.set_data([0, math.cos(angle)], [0, math.sin(angle)])
-        marker.set_xdata([p, p])
-        left.set_title(f"Every pair's angle at position p = {p}", fontsize=10)
+    title = left.set_title("", fontsize=10)
 
-    draw(position)
+    built = (num_hiddens, base, max_position)
+
+    def update(position=10, num_hiddens=num_hiddens, base=base, max_position=max_position, **_) -> bool:
+        """New values on the same artists (see ``attn_course.widgets``); True for another D, base or last position."""
+        if (num_hiddens, base, max_position) != built:
+            return True
+        require_int(position, "position", 0, max_position)
+        for arrow, angle in zip(arrows, position * omega, strict=True):
+            arrow.set_data([0, math.cos(angle)], [0, math.sin(angle)])
+        marker.set_xdata([position, position])
+        title.set_text(f"Every pair's angle at position p = {position}")
+        return False
+
+    update(position)
     fig = left.figure
+    fig.slider_update = update
     return fig
 
 
@@ -95,7 +106,7 @@ def _require_pair(q, k) -> int:
 def plot_rope_scores(q: torch.Tensor, k: torch.Tensor, offset: int = 3, num_positions: int = 48, axes=None) -> Figure:
     """The score of two fixed vectors as their offset moves: left, ``rope(q, j + offset) . rope(k, j)`` against the
     offset; right, at the chosen offset, the score against the key's position j, for RoPE and for notebook 06's
-    additive encoding ``(q + P[j + offset]) . (k + P[j])``.
+    additive encoding ``(q + P[j + offset]) . (k + P[j])``. A slider panel updates the figure in place.
 
     Args:
         q, k: (D,) the fixed query and key, D even.
@@ -133,15 +144,25 @@ def plot_rope_scores(q: torch.Tensor, k: torch.Tensor, offset: int = 3, num_posi
     for ax in (left, right):
         ax.yaxis.set_major_locator(MaxNLocator(5))  # a few tick labels
 
-    def draw(o: int) -> None:
-        j = np.arange(num_positions - o)
-        rope_line.set_data(j, rope[j + o, j])
-        add_line.set_data(j, additive[j + o, j])
-        dot.set_data([o], [by_offset[o]])
-        right.set_title(f"At offset {o}: RoPE is flat, the additive score moves", fontsize=10)
+    title = right.set_title("", fontsize=10)
 
-    draw(offset)
+    built = (q, k, num_positions)
+
+    def update(offset: int = 3, q=q, k=k, num_positions: int = num_positions, **_) -> bool:
+        """New values on the same artists (see ``attn_course.widgets``); True for other vectors or positions."""
+        if q is not built[0] or k is not built[1] or num_positions != built[2]:
+            return True
+        require_int(offset, "offset", 0, num_positions - 1)
+        j = np.arange(num_positions - offset)
+        rope_line.set_data(j, rope[j + offset, j])
+        add_line.set_data(j, additive[j + offset, j])
+        dot.set_data([offset], [by_offset[offset]])
+        title.set_text(f"At offset {offset}: RoPE is flat, the additive score moves")
+        return False
+
+    update(offset)
     fig = left.figure
+    fig.slider_update = update
     return fig
 
 

@@ -11,10 +11,10 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from ._validate import require_int, require_number
-from .data import three_token_example
-from .plotting import _draw_matrix
-from .selfattention import SelfAttentionSteps, self_attention_steps
+from .._validate import require_int, require_number
+from ..data import three_token_example
+from ..selfattention import SelfAttentionSteps, self_attention_steps
+from .heatmaps import _draw_matrix, _set_matrix
 
 __all__ = ["show_matrix", "plot_self_attention_steps", "plot_worked_example"]
 
@@ -57,7 +57,7 @@ def show_matrix(
     _draw_matrix(ax, data, low, high, cmap, True, fmt, square=False, gridlines=True)
     ax.set_xticks(np.arange(data.shape[1]) + 0.5 if col_labels is not None else [], col_labels)
     ax.set_yticks(np.arange(data.shape[0]) + 0.5 if row_labels is not None else [], row_labels)
-    ax.tick_params(length=0, labelsize=8)
+    ax.tick_params(length=0, labelsize=8, bottom=False, left=False)  # no tick marks: of length 0, not even drawn
     ax.set_title(title, fontsize=9)
     return ax.figure
 
@@ -114,7 +114,7 @@ def plot_self_attention_steps(
 
     Every panel but the weights shares one colour scale, so one colour means one number across panels; the weights
     (0 to 1) have their own, in another colour. In the scores and weights, rows are queries and columns keys
-    (the axis labelled "key").
+    (the axis labelled "key"). A slider panel updates the figure in place (numbers, colours and titles).
 
     Args:
         inputs, w_query, w_key, w_value, scale: as in ``self_attention_steps``.
@@ -125,9 +125,7 @@ def plot_self_attention_steps(
     steps = self_attention_steps(inputs, w_query, w_key, w_value, scale)
     num_tokens = inputs.shape[0]
     require_int(token, "token", 0, num_tokens - 1)
-    names = list(token_names) if token_names is not None else [f"x{i}" for i in range(num_tokens)]
-    if len(names) != num_tokens:
-        raise ValueError(f"token_names must hold {num_tokens} names (one per token), got {len(names)}")
+    names = _token_names(token_names, num_tokens)
     if axes is None:
         _, axes = plt.subplots(2, 4, figsize=figsize, layout="constrained")
     axes = np.asarray(axes, dtype=object).reshape(-1)
@@ -145,8 +143,38 @@ def plot_self_attention_steps(
         )
         key_axis = title.startswith(("scores", "weights:"))  # columns are keys (rows are queries)
         ax.set_xlabel("key" if key_axis else "", fontsize=8)
-    fig.suptitle(_suptitle(scale), fontsize=11)
+        for axis in (ax.xaxis, ax.yaxis):  # an empty axis label at a fixed spot: no tick label to measure on a draw
+            if not axis.label.get_text():
+                axis.set_label_coords(0.0, 0.0)
+    suptitle = fig.suptitle(_suptitle(scale), fontsize=11)
+    drawn = (panels, names)  # the shapes and labels the layout made room for
+
+    def update(inputs, w_query, w_key, w_value, scale=False, token=0, token_names=None, **_) -> bool:
+        """New values on the same artists (see ``attn_course.widgets``); True when they need a new figure."""
+        steps = self_attention_steps(inputs, w_query, w_key, w_value, scale)
+        require_int(token, "token", 0, inputs.shape[0] - 1)
+        names = _token_names(token_names, inputs.shape[0])
+        panels = _step_panels(inputs, steps, scale, token, names)
+        if names != drawn[1] or any(
+            new[0].shape != old[0].shape or new[2] != old[2] for new, old in zip(panels, drawn[0], strict=True)
+        ):
+            return True  # other tick labels or another number of cells
+        for ax, (matrix, title, _, fmt), (low, high) in zip(axes, panels, _shared_ranges(panels), strict=True):
+            _set_matrix(ax, _numpy(matrix), fmt, low, high)
+            ax.title.set_text(title)
+        suptitle.set_text(_suptitle(scale))  # the same Text: the layout engine placed it
+        return False
+
+    fig.slider_update = update
     return fig
+
+
+def _token_names(token_names, num_tokens: int) -> list[str]:
+    """``token_names`` as a list of ``num_tokens`` names (default ``x0, x1, ...``)."""
+    names = list(token_names) if token_names is not None else [f"x{i}" for i in range(num_tokens)]
+    if len(names) != num_tokens:
+        raise ValueError(f"token_names must hold {num_tokens} names (one per token), got {len(names)}")
+    return names
 
 
 def _suptitle(scale: bool) -> str:
@@ -157,9 +185,22 @@ def plot_worked_example(
     x11: float = 1.0, x12: float = 0.0, x13: float = 1.0, x14: float = 0.0, scale: bool = False, axes=None
 ) -> Figure:
     """The worked example with token 0's input set to ``[x11, x12, x13, x14]`` (slider-friendly); ``axes`` as in
-    ``plot_self_attention_steps``."""
+    ``plot_self_attention_steps``. A slider panel updates the figure in place."""
     example = three_token_example(torch.float64)
+    weights = (example.w_query, example.w_key, example.w_value)
+    fig = plot_self_attention_steps(_worked_inputs(example, x11, x12, x13, x14), *weights, scale=scale, axes=axes)
+    update_steps = fig.slider_update
+
+    def update(x11: float = 1.0, x12: float = 0.0, x13: float = 1.0, x14: float = 0.0, scale: bool = False, **_):
+        """New values on the same artists (see ``attn_course.widgets``): every matrix, its colours and the titles."""
+        return update_steps(_worked_inputs(example, x11, x12, x13, x14), *weights, scale=scale)
+
+    fig.slider_update = update
+    return fig
+
+
+def _worked_inputs(example, x11: float, x12: float, x13: float, x14: float) -> torch.Tensor:
+    """The worked example's inputs (3, 4) with token 0's row set to ``[x11, x12, x13, x14]``."""
     inputs = example.inputs.clone()
     inputs[0] = torch.tensor([x11, x12, x13, x14], dtype=torch.float64)
-    fig = plot_self_attention_steps(inputs, example.w_query, example.w_key, example.w_value, scale=scale, axes=axes)
-    return fig
+    return inputs

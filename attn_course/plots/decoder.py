@@ -14,11 +14,11 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from ._validate import require_float, require_int, require_rank
-from .cost import loglog_slope
-from .generation import next_token_probs
-from .lmtask import LMHistory
-from .plotting import _draw_matrix, _new_axes, _np, _thin_ticks
+from .._validate import require_float, require_int, require_rank
+from ..cost import loglog_slope
+from ..generation import next_token_probs
+from ..lmtask import LMHistory
+from .heatmaps import _draw_matrix, _new_axes, _np, _thin_ticks
 
 __all__ = ["plot_half_losses", "plot_head_scores", "plot_head_patterns", "plot_next_token", "plot_time_per_token"]
 
@@ -97,6 +97,8 @@ def plot_next_token(
 ) -> Figure:
     """The next-token distribution ``next_token_probs(logits, temperature, top_k)`` as bars over the vocabulary.
 
+    A slider panel updates the figure in place: the bars' heights and the title.
+
     Args:
         logits: (C,) one position's logits. labels: C token names (optional). target: the index of the token that
             truly comes next, drawn in another colour (optional).
@@ -107,11 +109,25 @@ def plot_next_token(
     colours = ["tab:blue"] * len(probs)
     if target is not None:
         colours[int(target)] = "tab:orange"
-    ax.bar(np.arange(len(probs)), probs, color=colours)
+    bars = ax.bar(np.arange(len(probs)), probs, color=colours)
     names = [str(x) for x in (labels if labels is not None else range(len(probs)))]
     ax.set_xticks(np.arange(len(probs)), names, fontsize=7)
     ax.set(xlabel="next token", ylabel="probability", ylim=(0, 1.02))
-    ax.set_title(_next_token_title(probs, temperature, top_k))
+    title = ax.set_title(_next_token_title(probs, temperature, top_k))
+
+    built = (logits, labels, target)
+
+    def update(temperature=1.0, top_k=None, logits=logits, labels=labels, target=target, **_) -> bool:
+        """New values on the same artists (see ``attn_course.widgets``); True for other logits, labels or target."""
+        if logits is not built[0] or labels is not built[1] or target != built[2]:
+            return True
+        probs = _np(next_token_probs(logits, temperature, top_k))
+        for bar, p in zip(bars, probs, strict=True):
+            bar.set_height(float(p))
+        title.set_text(_next_token_title(probs, temperature, top_k))
+        return False
+
+    fig.slider_update = update
     return fig
 
 

@@ -10,10 +10,10 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from ._validate import require_int
-from .plotting import _draw_matrix
-from .tasks import EOS, Batch, labels, to_text
-from .training import History
+from .._validate import require_int
+from ..tasks import EOS, Batch, labels, to_text
+from ..training import History
+from .heatmaps import _draw_matrix
 
 __all__ = ["plot_history", "plot_accuracy_by_length", "plot_alignments", "plot_decoding_step"]
 
