@@ -13,7 +13,7 @@ backend's own function: figure dpi, bbox 'tight'), then closed.
 
 Usage (what ``bench.py`` does for each notebook): ``python slider_latency.py NOTEBOOK.ipynb`` prints one JSON
 list of records ``{"notebook", "cell", "panel", "control", "argument", "continuous", "values", "seconds", "same",
-"inside", "ahead", "build"}``: ``continuous`` is False for a heavy panel's controls (they redraw when released);
+"inside", "ahead", "build"}``: ``continuous`` is False for every control of a heavy panel (they redraw when released);
 ``ahead`` counts the pictures the panel drew in advance when it was built (a panel whose controls take few values:
 see ``attn_course.widgets``), ``build`` is the seconds it took to build.
 """
@@ -124,6 +124,7 @@ def time_panel(panel, plot_fn, controls: dict, fixed: dict) -> list[dict]:
     """
     defaults = {name: control.value for name, control in controls.items()}
     render = getattr(panel, "render", None)
+    heavy = any(getattr(control, "continuous_update", True) is False for control in controls.values())
     records = []
     for name, control in controls.items():
         values, seconds, pictures = sweep_values(control), [], []
@@ -143,7 +144,7 @@ def time_panel(panel, plot_fn, controls: dict, fixed: dict) -> list[dict]:
             )
             inside = sum(fits for _, fits in alone)
         label = getattr(control, "description", "") or name
-        continuous = bool(getattr(control, "continuous_update", True))  # heavy panels: False (redraw on release)
+        continuous = not heavy  # a heavy panel's controls redraw when released (or clicked), the others while dragged
         records.append(
             {
                 "control": label,

@@ -28,6 +28,11 @@ def _controls():
     }
 
 
+def _classes(widget) -> list[str]:
+    """The CSS classes a widget carries (added with its public add_class), from its public state."""
+    return list(widget.get_state()["_dom_classes"])
+
+
 def test_grid_keeps_every_choice_and_the_defaults_within_budget():
     controls = _controls()
     values = _frames.grid(controls, budget=60)
@@ -84,10 +89,10 @@ def test_frames_panel_stacks_one_frame_per_point_linked_to_its_controls(monkeypa
     values = _frames.grid(controls, budget=_frames.MAX_FRAMES)
     assert len(images) == panel.frame_count == math.prod(len(v) for v in values.values())
     for image in images:  # the class records the bytes' hash, for the browser test
-        sha = next(c for c in image._dom_classes if c.startswith("attn-sha-"))
+        sha = next(c for c in _classes(image) if c.startswith("attn-sha-"))
         assert sha == "attn-sha-" + hashlib.sha256(image.value).hexdigest()[:16]
         assert image.format == "webp" and Image.open(io.BytesIO(image.value)).format == "WEBP"
-    places = sorted(next(c for c in i._dom_classes if c.startswith("attn-frame-")) for i in images)
+    places = sorted(next(c for c in _classes(i) if c.startswith("attn-frame-")) for i in images)
     assert len(set(places)) == len(places), "every point of the grid has its own frame"
     selectors = [
         w for w in _walk(panel) if isinstance(w, widgets.SelectionSlider | widgets.Dropdown | widgets.ToggleButtons)
@@ -123,10 +128,10 @@ def _levels(panel):
 def test_slider_panel_is_static_while_the_site_is_built(monkeypatch):
     monkeypatch.setenv(_frames.ENV, "1")
     panel = ac.slider_panel(_plot, {"a": widgets.FloatSlider(value=1.0, min=0.0, max=2.0, step=0.5)})
-    assert "attn-frames-panel" in panel._dom_classes
+    assert "attn-frames-panel" in _classes(panel)
     monkeypatch.delenv(_frames.ENV)
     live = ac.slider_panel(_plot, {"a": widgets.FloatSlider(value=1.0, min=0.0, max=2.0, step=0.5)})
-    assert "attn-frames-panel" not in live._dom_classes
+    assert "attn-frames-panel" not in _classes(live)
 
 
 def test_describe_figure_says_what_it_shows():
