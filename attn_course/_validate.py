@@ -88,6 +88,28 @@ def require_int(value, name: str, low: int = 1, high: int | None = None, low_nam
     return value
 
 
+def require_sequence(value, name: str, what: str) -> None:
+    """A sequence of ``what`` (a list, a tuple, an array or a tensor): not None, a string or a single number."""
+    if value is None or isinstance(value, str | bytes) or not hasattr(value, "__len__"):
+        raise TypeError(f"{name} must be a sequence of {what} (a list or a tensor), got {type(value).__name__}")
+
+
+def require_last_size(x, name: str, size: int, size_name: str) -> torch.Tensor:
+    """A tensor whose last axis has ``size`` entries (a layer's input: ``size`` is the layer's ``size_name``)."""
+    require_tensor(x, name)
+    if x.dim() == 0 or x.shape[-1] != size:
+        raise ValueError(
+            f"{name} must have size {size_name} = {size} in its last axis (B, T, {size}), got shape {tuple(x.shape)}"
+        )
+    return x
+
+
+def require_feature_size(x: torch.Tensor, name: str, meaning: str) -> None:
+    """A last axis (the size D of queries and keys) of at least 1: a dot product of nothing scores 0 / sqrt(0)."""
+    if x.shape[-1] == 0:
+        raise ValueError(f"{name} must have a last axis of size D >= 1 {meaning}, got shape {tuple(x.shape)}")
+
+
 def require_kv_heads(num_heads: int, num_kv_heads: int | None) -> int:
     """G, the number of key/value heads (``num_heads`` when None); H must be a multiple of G."""
     require_int(num_heads, "num_heads")
@@ -211,6 +233,8 @@ def require_qkv(queries, keys, values, same_size: bool = True) -> None:
             f"{tuple(queries.shape)} (D = {queries.shape[-1]}) and keys {tuple(keys.shape)} "
             f"(D = {keys.shape[-1]}); use additive attention for different sizes"
         )
+    if same_size:
+        require_feature_size(queries, "queries", "(B, Q, D)")
     for name, t in (("queries", queries), ("keys", keys), ("values", values)):
         require_finite(t, name)
 

@@ -15,7 +15,7 @@ import time
 import numpy as np
 import torch
 
-from ._validate import require_choice, require_float_dtype, require_int
+from ._validate import require_choice, require_float_dtype, require_int, require_sequence
 from .scoring import additive_scores, attention_pooling, scaled_dot_product_attention
 
 __all__ = ["attention_cost", "loglog_slope"]
@@ -93,6 +93,8 @@ def attention_cost(
 
 def loglog_slope(sizes, costs) -> float:
     """Least-squares slope of ``log cost`` against ``log size`` (``numpy.polyfit``, degree 1): cost ~ size^slope."""
+    require_sequence(sizes, "sizes", "numbers")
+    require_sequence(costs, "costs", "numbers")
     if len(sizes) != len(costs) or len(sizes) < 2:
         raise ValueError(f"sizes and costs must have the same length >= 2, got {len(sizes)} and {len(costs)}")
     if min(sizes) <= 0 or min(costs) <= 0:

@@ -60,8 +60,9 @@ def toy_regression(
     """
     require_int(n_train, "n_train")
     require_number(noise, "noise", ">= 0 (a standard deviation)", lambda v: v >= 0)
-    if not (x_max > 0 and 0 < step < x_max):
-        raise ValueError(f"need x_max > 0 and 0 < step < x_max, got x_max={x_max!r}, step={step!r}")
+    x_max = require_number(x_max, "x_max", "> 0", lambda v: v > 0)
+    step = require_number(step, "step", f"in (0, x_max = {x_max})", lambda v: 0 < v < x_max)
+    require_int(seed, "seed", 0)
     require_float_dtype(dtype)
     gen = torch.Generator().manual_seed(seed)
     x_train, _ = torch.sort(torch.rand(n_train, generator=gen, dtype=torch.float64) * x_max)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from ._validate import require_choice, require_int
+from ._validate import require_choice, require_int, require_number
 from .masking import causal_mask, masked_softmax
 
 __all__ = ["pattern_scores"]
@@ -31,6 +31,7 @@ def pattern_scores(kind: str, n: int = 6, strength: float = 4.0) -> torch.Tensor
     """
     require_choice(kind, "kind", PATTERNS)
     require_int(n, "n", 2)
+    strength = require_number(strength, "strength")
     scores = torch.zeros(n, n)
     rows = torch.arange(n)
     if kind == "diagonal":

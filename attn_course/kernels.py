@@ -141,6 +141,9 @@ def nadaraya_watson(
     require_positive(bandwidth, "bandwidth")
     if isinstance(bandwidth, torch.Tensor):
         bandwidth = bandwidth.to(queries.dtype).reshape(())  # keeps the caller's dtype and any gradient
+    if queries.dtype in (torch.float16, torch.bfloat16):  # a squared distance overflows float16 (300^2 > 65504)
+        predictions, weights = nadaraya_watson(queries.float(), keys.float(), values.float(), kernel, bandwidth, mask)
+        return predictions.to(queries.dtype), weights.to(queries.dtype)  # computed in float32, given back as asked
     num_q, num_k = queries.shape[0], keys.shape[0]
     if mask is not None:
         require_mask(mask)
@@ -211,6 +214,7 @@ def lagrange_basis(x: torch.Tensor, nodes: torch.Tensor) -> torch.Tensor:
         i, j = [int(t) for t in torch.nonzero((gaps == 0) & off_diag)[0]]
         raise ValueError(f"nodes must be distinct, got nodes[{i}] == nodes[{j}] == {float(nodes[i])}")
     factors = (x.unsqueeze(1) - nodes.unsqueeze(0)).unsqueeze(1)  # (X, 1, N): x - x_j
-    factors = factors / gaps.unsqueeze(0)  # (X, N, N): (x - x_j) / (x_i - x_j)
+    # (X, N, N): (x - x_j) / (x_i - x_j); the diagonal (j == i) divides by 1, not 0, so no gradient is NaN
+    factors = factors / torch.where(off_diag, gaps, torch.ones_like(gaps)).unsqueeze(0)
     factors = torch.where(off_diag, factors, torch.ones_like(factors))  # j == i contributes 1
     return factors.prod(-1)  # (X, N)

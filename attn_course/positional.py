@@ -24,6 +24,7 @@ def frequencies(num_hiddens: int, base: float = 10000.0, dtype: torch.dtype = to
     """
     require_int(num_hiddens, "num_hiddens", 1)
     require_number(base, "base", "> 1", lambda v: v > 1)
+    require_float_dtype(dtype)
     j = torch.arange(0, num_hiddens, 2, dtype=dtype)  # 2j = 0, 2, 4, ...
     return base ** (-j / num_hiddens)
 
@@ -61,5 +62,6 @@ def rotation_matrix(delta: float, omega: float, dtype: torch.dtype = torch.float
     for every ``i``: it depends on the offset ``delta`` and the frequency only, not on the position.
     """
     angle = require_number(delta, "delta") * require_number(omega, "omega")  # 0-d tensors too
+    require_float_dtype(dtype)
     c, s = math.cos(angle), math.sin(angle)
     return torch.tensor([[c, s], [-s, c]], dtype=dtype)

@@ -14,7 +14,14 @@ from collections.abc import Callable
 
 import torch
 
-from ._validate import require_finite, require_float, require_qkv, require_rank, require_same_dtype
+from ._validate import (
+    require_feature_size,
+    require_finite,
+    require_float,
+    require_qkv,
+    require_rank,
+    require_same_dtype,
+)
 from .masking import _masked_softmax
 
 __all__ = [
@@ -60,7 +67,7 @@ def attention_pooling(
     require_finite(scores, "scores")
     require_finite(values, "values")
     weights = _masked_softmax(scores, valid_lens, mask)  # (B, Q, K)
-    pooled = weights if dropout is None else dropout(weights)
+    pooled = weights if dropout is None else dropout(weights.clone())  # an in-place dropout keeps its hands off weights
     return torch.bmm(pooled, values), weights  # (B, Q, K) x (B, K, V) -> (B, Q, V)
 
 
@@ -83,6 +90,7 @@ def dot_product_scores(queries: torch.Tensor, keys: torch.Tensor, scale: bool = 
             f"keys must have shape (B, K, D) = ({queries.shape[0]}, K, {queries.shape[2]}) to match queries "
             f"{tuple(queries.shape)}, got keys {tuple(keys.shape)}"
         )
+    require_feature_size(queries, "queries", "(B, Q, D)")
     scores = torch.bmm(queries, keys.transpose(1, 2))  # (B, Q, D) x (B, D, K) -> (B, Q, K)
     return scores / math.sqrt(queries.shape[-1]) if scale else scores
 

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import torch
 
-from ._validate import require_dim, require_float, require_rank, require_same_dtype
+from ._validate import require_dim, require_feature_size, require_float, require_rank, require_same_dtype
 
 __all__ = [
     "SelfAttentionSteps",
@@ -57,6 +57,7 @@ def self_attention_steps(
         raise ValueError(
             f"w_query and w_key must project to one size D, got {tuple(w_query.shape)} and {tuple(w_key.shape)}"
         )
+    require_feature_size(w_query, "w_query", "(Din, D)")
     queries = inputs @ w_query  # (T, Din) x (Din, D) -> (T, D)
     keys = inputs @ w_key  # (T, Din) x (Din, D) -> (T, D)
     values = inputs @ w_value  # (T, Din) x (Din, V) -> (T, V)

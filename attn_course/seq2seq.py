@@ -52,6 +52,9 @@ class Seq2SeqEncoder(nn.Module):
     def forward(self, src: torch.Tensor, src_len: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Returns the states at every position (B, S, U), zero past ``src_len``, and the summary (B, U)."""
         x = self.embedding(src)  # (B, S) -> (B, S, E)
+        if src.shape[0] == 0:  # nothing to read (PyTorch cannot pack an empty batch): no states, no summary
+            units = self.rnn.hidden_size * (2 if self.rnn.bidirectional else 1)
+            return x.new_zeros(0, src.shape[1], units), x.new_zeros(0, units)
         packed = pack_padded_sequence(x, src_len.cpu(), batch_first=True, enforce_sorted=False)
         outputs, last = self.rnn(packed)  # last: (2, B, U / 2), forward then backward; (1, B, U) forward-only
         outputs, _ = pad_packed_sequence(outputs, batch_first=True, total_length=src.shape[1])  # (B, S, U)
@@ -164,6 +167,8 @@ class RNNSeq2Seq(nn.Module):
         require_source(src, src_len, self.vocab_size)
         require_target(tgt_in, src, self.vocab_size)
         state = self.decoder.init_state(*self.encoder(src, src_len), src_len)
+        if tgt_in.shape[1] == 0:  # no target step: no logits
+            return self.encoder.embedding.weight.new_zeros(src.shape[0], 0, self.vocab_size)  # (B, 0, C)
         logits = []
         for t in range(tgt_in.shape[1]):
             step_logits, state, _ = self.decoder.step(tgt_in[:, t], state)

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import torch
 
-from ._validate import require_int
+from ._validate import require_int, require_sequence
 
 __all__ = [
     "PAD",
@@ -80,6 +80,7 @@ def encode(digits: str) -> list[int]:
 
 def _ids(tokens) -> list[int]:
     """A token sequence as a list of ids, each checked to be in ``[0, VOCAB_SIZE)``."""
+    require_sequence(tokens, "tokens", "token ids")
     ids = tokens.tolist() if isinstance(tokens, torch.Tensor) else list(tokens)
     for i in ids:
         require_int(i, "tokens", 0, VOCAB_SIZE - 1)

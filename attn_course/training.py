@@ -126,6 +126,8 @@ def _hits(model: nn.Module, batch: Batch) -> list[bool]:
 
 def sequence_accuracy(model: nn.Module, batch: Batch) -> float:
     """Fraction of examples whose whole greedy output equals the target: every digit, then ``EOS``."""
+    if len(batch) == 0:
+        raise ValueError("batch must hold at least one example (a fraction of none is undefined), got 0")
     hits = _hits(model, batch)
     return sum(hits) / len(hits)
 

@@ -17,7 +17,7 @@ import math
 import torch
 from torch import nn
 
-from ._validate import require_bool, require_int, require_source, require_target
+from ._validate import require_bool, require_int, require_last_size, require_source, require_target
 from .masking import causal_mask
 from .multihead import MultiHeadAttention
 from .positional import positional_encoding
@@ -41,6 +41,7 @@ class PositionWiseFFN(nn.Module):
         self.dense2 = nn.Linear(ffn_hiddens, num_hiddens)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        require_last_size(x, "x", self.dense1.in_features, "num_hiddens")
         return self.dense2(torch.relu(self.dense1(x)))  # (B, T, D) -> (B, T, U) -> (B, T, D)
 
 
@@ -53,6 +54,7 @@ class AddNorm(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        require_last_size(x, "x", self.norm.normalized_shape[0], "num_hiddens")
         if x.shape != y.shape:
             raise ValueError(
                 f"x and y must have the same shape for the residual sum, got {tuple(x.shape)} and {tuple(y.shape)}"
@@ -186,6 +188,8 @@ class TransformerSeq2Seq(nn.Module):
     def forward(self, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         require_source(src, src_len, VOCAB_SIZE)
         require_target(tgt_in, src, VOCAB_SIZE)
+        if tgt_in.shape[1] == 0:  # no target step: no logits (and no causal mask of 0 queries to build)
+            return self.embedding.weight.new_zeros(src.shape[0], 0, VOCAB_SIZE)  # (B, 0, C)
         return self.decode(tgt_in, self.encode(src, src_len), src_len)
 
     def attention_weights(self) -> dict[str, torch.Tensor]:

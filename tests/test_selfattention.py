@@ -240,14 +240,15 @@ def test_show_matrix_draws_on_the_axes_it_is_given():
 @pytest.mark.parametrize(
     "matrix, kwargs, match",
     [
-        (torch.zeros(3), {}, r"matrix must be 2-D \(R, C\), got shape \(3,\)"),
-        (torch.zeros(1, 2, 3), {}, r"matrix must be 2-D \(R, C\), got shape \(1, 2, 3\)"),
+        (torch.zeros(3), {}, r"matrix must be 2-D \(R, C\) with no empty axis, got shape \(3,\)"),
+        (torch.zeros(1, 2, 3), {}, r"matrix must be 2-D \(R, C\) with no empty axis, got shape \(1, 2, 3\)"),
+        (torch.zeros(0, 3), {}, r"matrix must be 2-D \(R, C\) with no empty axis, got shape \(0, 3\)"),
         (torch.zeros(2, 3), {"row_labels": ["a", "b", "c"]}, r"row_labels must hold 2 labels, got 3"),
         (torch.zeros(2, 3), {"col_labels": ["a", "b"]}, r"col_labels must hold 3 labels, got 2"),
         (torch.zeros(2, 3), {"vmin": float("nan")}, r"vmin must be a finite number, got nan"),
         (torch.zeros(2, 3), {"vmin": 2.0, "vmax": 1.0}, r"vmin must be below vmax, got vmin = 2\.0 and vmax = 1\.0"),
     ],
-    ids=["1-D", "3-D", "row-labels", "col-labels", "vmin-nan", "vmin-above-vmax"],
+    ids=["1-D", "3-D", "empty", "row-labels", "col-labels", "vmin-nan", "vmin-above-vmax"],
 )
 def test_show_matrix_error_messages_open_no_figure(matrix, kwargs, match):
     with pytest.raises(ValueError, match=match):

@@ -338,9 +338,18 @@ def test_plot_history_one_line_per_model_on_labelled_axes():
     assert [t.get_text() for t in ax_acc.get_legend().get_texts()] == ["RNN", "attention"]
 
 
-@pytest.mark.parametrize("histories", [{}, [History()], None], ids=["empty", "list", "none"])
-def test_plot_history_error_messages(histories):
-    with pytest.raises(ValueError, match=r"histories must be a non-empty dict \{model name: History\}"):
+@pytest.mark.parametrize(
+    "histories, error, match",
+    [
+        ({}, ValueError, r"histories must be a non-empty dict \{model name: History\}, got an empty dict"),
+        ([History()], TypeError, r"histories must be a dict \{model name: History\}, got list"),
+        (None, TypeError, r"histories must be a dict \{model name: History\}, got NoneType"),
+        ({"RNN": 3}, TypeError, r"histories\['RNN'\] must be a History \(from train_seq2seq\), got int"),
+    ],
+    ids=["empty", "list", "none", "not-a-history"],
+)
+def test_plot_history_error_messages(histories, error, match):
+    with pytest.raises(error, match=match):
         plot_history(histories)
 
 

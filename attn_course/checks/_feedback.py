@@ -53,7 +53,7 @@ def _number(answer, what: str) -> float | Feedback:
     if answer is None:
         return _hint(f"replace None with {what}.")
     try:
-        return float(answer)
+        return float(answer.detach() if isinstance(answer, torch.Tensor) else answer)
     except (TypeError, ValueError, RuntimeError):
         return _hint(f"expected one number ({what}), got {type(answer).__name__}.")
 
@@ -75,6 +75,8 @@ def _answer_check(problem: Callable[[object], Feedback | None]) -> Callable:
     def decorate(check: Callable[[object], Feedback]) -> Callable[[object], Feedback]:
         @functools.wraps(check)
         def checked(answer) -> Feedback:
+            if isinstance(answer, torch.Tensor):
+                answer = answer.detach()  # an answer that requires grad is checked for its values alone
             hint = problem(answer)
             return hint if hint is not None else check(answer)
 

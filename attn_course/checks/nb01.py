@@ -7,8 +7,9 @@ from collections.abc import Callable
 
 import torch
 
+from .._validate import require_sequence
 from ..kernels import epanechnikov, nadaraya_watson
-from ._feedback import Feedback, _close, _function_answer, _hint, _ok, _tensor_answer, _tensor_problem
+from ._feedback import Feedback, _close, _function_answer, _hint, _number, _ok, _tensor_answer, _tensor_problem
 
 __all__ = [
     "check_nw_weights",
@@ -46,17 +47,19 @@ def check_pooling_limit(answer, y_train: torch.Tensor) -> Feedback:
     """The single value every prediction tends to as the bandwidth grows without bound."""
     if answer is None:
         return _hint("replace None with a number computed from the training targets.")
-    try:
-        value = float(answer)
-    except (TypeError, ValueError):
-        return _hint(f"expected one number, got {type(answer).__name__}.")
-    target = float(y_train.double().mean())
+    value = _number(answer, "one number computed from the training targets")
+    if isinstance(value, Feedback):
+        return value
+    if not isinstance(y_train, torch.Tensor):
+        require_sequence(y_train, "y_train", "training targets")
+    y_train = torch.as_tensor(y_train, dtype=torch.float64)
+    target = float(y_train.mean())
     if math.isclose(value, target, rel_tol=1e-4, abs_tol=1e-4):
         return _ok(
             f"with a huge bandwidth every key gets weight 1/n, so every prediction is the mean {target:.4f}: "
             "average pooling."
         )
-    if math.isclose(value, float(y_train.double().median()), rel_tol=1e-4, abs_tol=1e-4):
+    if math.isclose(value, float(y_train.median()), rel_tol=1e-4, abs_tol=1e-4):
         return _hint("that is the median; with equal weights 1/n the weighted sum is a different statistic.")
     return _hint(
         "as h grows, every kernel value tends to the same number, so every key gets weight 1/n. What is sum_i y_i / n?"

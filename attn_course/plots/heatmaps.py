@@ -14,13 +14,41 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
+from .._validate import require_number
+
 __all__ = ["show_heatmaps"]
 
 ANNOTATE_MAX_CELLS = 100  # "auto" annotates matrices up to 10 x 10
 
 
 def _np(x) -> np.ndarray:
-    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+    """A tensor (float16 and bfloat16 widened: NumPy has no bfloat16), array or list as a NumPy array."""
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu()
+        return (x.float() if x.dtype in (torch.float16, torch.bfloat16) else x).numpy()
+    return np.asarray(x)
+
+
+def _vector(x, name: str, what: str) -> torch.Tensor:
+    """``x`` (a tensor, or a list of numbers: float64) as a 1-D floating tensor of at least one ``what``."""
+    if not isinstance(x, torch.Tensor):
+        x = torch.as_tensor(_numbers(x, name), dtype=torch.float64)
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor of {what}, got {x.dtype}")
+    if x.dim() != 1 or x.numel() == 0:
+        raise ValueError(f"{name} must be a 1-D tensor of at least one {what}, got shape {tuple(x.shape)}")
+    return x
+
+
+def _numbers(x, name: str) -> np.ndarray:
+    """``x`` (a tensor, an array or nested lists of numbers) as a float NumPy array, or a TypeError naming ``name``."""
+    wanted = f"{name} must be a tensor or an array of numbers"
+    if x is None or isinstance(x, str | bytes):
+        raise TypeError(f"{wanted}, got {type(x).__name__}")
+    try:
+        return _np(x).astype(float)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"{wanted}, got {type(x).__name__} ({error})") from None
 
 
 def _new_axes(ax, figsize):
@@ -166,7 +194,8 @@ def show_heatmaps(
     Returns:
         The Figure, with one colour bar for all panels.
     """
-    data = _np(matrices).astype(float)
+    data = _numbers(matrices, "matrices")
+    vmin, vmax = (None if v is None else require_number(v, name) for name, v in (("vmin", vmin), ("vmax", vmax)))
     if data.ndim not in (2, 3, 4) or 0 in data.shape:
         raise ValueError(
             f"matrices must have shape (Q, K), (P, Q, K) or (R, C, Q, K) with no empty axis, got shape {data.shape}"

@@ -17,12 +17,9 @@ from matplotlib.ticker import MaxNLocator
 from .._validate import require_float, require_int, require_rank
 from ..data import noisy_samples, true_function
 from ..kernels import lagrange_basis, nadaraya_watson
+from .heatmaps import _np, _vector
 
 __all__ = ["plot_lagrange_basis", "plot_weight_comparison", "plot_noisy_fit"]
-
-
-def _np(t: torch.Tensor) -> np.ndarray:
-    return t.detach().cpu().numpy()
 
 
 def plot_lagrange_basis(
@@ -40,6 +37,8 @@ def plot_lagrange_basis(
     require_float(nodes, "nodes")
     require_rank(nodes, "nodes", (1,), "(N,)")
     n = len(nodes)
+    if n == 0:
+        raise ValueError("nodes must hold at least one node (N >= 1), got shape (0,)")
     if isinstance(highlight, int | str) or not isinstance(highlight, Sequence):
         raise TypeError(f"highlight must be a sequence of node indices, got {type(highlight).__name__}")
     highlight = [require_int(i, "each index in highlight", 0, n - 1) for i in highlight]
@@ -89,6 +88,7 @@ def plot_weight_comparison(
         mosaic = fig.subplot_mosaic([["curves", "lagrange"], ["curves", "gauss"]], width_ratios=(1.2, 1))
         axes = (mosaic["curves"], mosaic["lagrange"], mosaic["gauss"])
     left, top, bottom = axes
+    nodes, values = _vector(nodes, "nodes", "data point"), _vector(values, "values", "data value")
     x = torch.linspace(float(nodes.min()), float(nodes.max()), 801, dtype=nodes.dtype)
     w_lag, w_nw, nw_curve, f_lag, f_nw = _weight_estimates(query, nodes, values, bandwidth, x)
     basis = lagrange_basis(x, nodes)  # (801, N): every Lagrange weight between the first and the last node

@@ -15,7 +15,7 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from .._validate import require_choice, require_int
+from .._validate import require_choice, require_int, require_sequence
 from ..multihead import MultiHeadAttention
 from ..positional import frequencies, positional_encoding, rotation_matrix
 from ..tasks import EOS, Batch, labels, to_text
@@ -31,7 +31,11 @@ def plot_head_weights(num_heads: int = 4, num_hiddens: int = 16, seed: int = 0, 
     ``axes``: one axes per panel (up to four per row), or None for a new figure.
     """
     require_int(num_heads, "num_heads")
+    if tokens is not None:
+        require_sequence(tokens, "tokens", "token names")
     tokens = list(tokens) if tokens is not None else ["the", "cat", "sat", "on", "the", "mat"]
+    if not tokens:
+        raise ValueError("tokens must name at least one token, got none")
     gen = torch.Generator().manual_seed(seed)
     with torch.random.fork_rng():  # seed the layer's initial weights without touching the caller's random state
         torch.manual_seed(seed)

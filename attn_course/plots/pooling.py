@@ -15,7 +15,7 @@ from matplotlib.colors import PowerNorm
 from matplotlib.figure import Figure
 
 from ..kernels import KERNELS, nadaraya_watson
-from .heatmaps import _new_axes, _np
+from .heatmaps import _new_axes, _np, _vector
 
 __all__ = ["plot_regression", "plot_kernels", "plot_query_weights", "plot_nw_fit"]
 
@@ -57,6 +57,8 @@ def plot_regression(
 def plot_kernels(names: Sequence[str] | None = None, ax=None, figsize=(5.0, 3.0)) -> Figure:
     """The kernel shapes ``K(u)`` of ``attn_course.KERNELS`` on u in [-2.5, 2.5]."""
     names = list(KERNELS) if names is None else list(names)
+    if not names:
+        raise ValueError(f"names must name at least one kernel from {sorted(KERNELS)}, got none")
     unknown = [n for n in names if n not in KERNELS]
     if unknown:
         raise ValueError(f"names must be kernel names from {sorted(KERNELS)}, got {unknown}")
@@ -200,7 +202,8 @@ def plot_nw_fit(
         kernel, bandwidth: as in ``nadaraya_watson``.
         axes: two axes (fit, heatmap), or None for a new figure.
     """
-    x_train, y_train, x_test = (torch.as_tensor(t) for t in (x_train, y_train, x_test))
+    x_train, y_train = _vector(x_train, "x_train", "key"), _vector(y_train, "y_train", "value")
+    x_test = _vector(x_test, "x_test", "query")
     order = torch.argsort(x_train)
     keys, values = x_train[order], y_train[order]
     y_pred, weights = nadaraya_watson(x_test, keys, values, kernel, bandwidth)

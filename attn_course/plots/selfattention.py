@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from .._validate import require_int, require_number
 from ..data import three_token_example
 from ..selfattention import SelfAttentionSteps, self_attention_steps
-from .heatmaps import _draw_matrix, _set_matrix
+from .heatmaps import _draw_matrix, _np, _numbers, _set_matrix
 
 __all__ = ["show_matrix", "plot_self_attention_steps", "plot_worked_example"]
 
@@ -41,9 +41,9 @@ def show_matrix(
         fmt: number format of the annotations.
         vmin, vmax: the colour scale (to share one between panels); by default the matrix's own range.
     """
-    data = matrix.detach().cpu().numpy() if isinstance(matrix, torch.Tensor) else np.asarray(matrix)
-    if data.ndim != 2:
-        raise ValueError(f"matrix must be 2-D (R, C), got shape {data.shape}")
+    data = _numbers(matrix, "matrix")
+    if data.ndim != 2 or 0 in data.shape:
+        raise ValueError(f"matrix must be 2-D (R, C) with no empty axis, got shape {data.shape}")
     for name, labels, n in (("row_labels", row_labels, data.shape[0]), ("col_labels", col_labels, data.shape[1])):
         if labels is not None and len(labels) != n:
             raise ValueError(f"{name} must hold {n} labels, got {len(labels)}")
@@ -90,13 +90,9 @@ WEIGHTS_PANEL = 5  # the weights have their own colour scale, 0 to 1; the other 
 
 def _shared_ranges(panels: list[tuple]) -> list[tuple[float, float]]:
     """One colour range per panel: 0 to 1 for the weights, the range of all the other panels for the rest."""
-    others = [np.asarray(_numpy(m)) for i, (m, *_) in enumerate(panels) if i != WEIGHTS_PANEL]
+    others = [np.asarray(_np(m)) for i, (m, *_) in enumerate(panels) if i != WEIGHTS_PANEL]
     shared = _colour_range(np.array([min(float(a.min()) for a in others), max(float(a.max()) for a in others)]))
     return [(0.0, 1.0) if i == WEIGHTS_PANEL else shared for i in range(len(panels))]
-
-
-def _numpy(matrix) -> np.ndarray:
-    return matrix.detach().cpu().numpy() if isinstance(matrix, torch.Tensor) else np.asarray(matrix)
 
 
 def plot_self_attention_steps(
@@ -160,7 +156,7 @@ def plot_self_attention_steps(
         ):
             return True  # other tick labels or another number of cells
         for ax, (matrix, title, _, fmt), (low, high) in zip(axes, panels, _shared_ranges(panels), strict=True):
-            _set_matrix(ax, _numpy(matrix), fmt, low, high)
+            _set_matrix(ax, _np(matrix), fmt, low, high)
             ax.title.set_text(title)
         suptitle.set_text(_suptitle(scale))  # the same Text: the layout engine placed it
         return False

@@ -20,8 +20,13 @@ __all__ = ["plot_history", "plot_accuracy_by_length", "plot_alignments", "plot_d
 
 def plot_history(histories: dict[str, History], figsize=(9.0, 3.2)) -> Figure:
     """Training loss and validation sequence accuracy per epoch, one line per model."""
-    if not isinstance(histories, dict) or not histories:
-        raise ValueError("histories must be a non-empty dict {model name: History}")
+    if not isinstance(histories, dict):
+        raise TypeError(f"histories must be a dict {{model name: History}}, got {type(histories).__name__}")
+    if not histories:
+        raise ValueError("histories must be a non-empty dict {model name: History}, got an empty dict")
+    for name, history in histories.items():
+        if not isinstance(history, History):
+            raise TypeError(f"histories[{name!r}] must be a History (from train_seq2seq), got {type(history).__name__}")
     fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=figsize, layout="constrained")
     for name, h in histories.items():
         epochs = range(1, len(h.train_loss) + 1)
