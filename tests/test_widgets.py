@@ -524,3 +524,20 @@ def test_values_that_cannot_be_keys_are_drawn_live():
     panel.render(points=[1, 2])
     assert calls[-1] == [1, 2]
     plt.close("all")
+
+
+def test_plot_weight_comparison_given_lists_is_updated_not_rebuilt():
+    """The figure converts the lists it is given; its update still knows them as the panel's fixed arguments."""
+    built = []
+
+    def plot(**kwargs):
+        built.append(plot_weight_comparison(**kwargs))
+        return built[-1]
+
+    fixed = {"nodes": [1.0, 2.0, 3.5, 5.0], "values": [1.0, 0.0, 2.0, 1.0]}
+    panel = slider_panel(plot, {"query": widgets.FloatSlider(value=2.0, min=1.0, max=5.0)}, fixed=fixed)
+    pictures = [panel.render(query=q)[0] for q in (2.5, 3.0, 4.0)]
+    assert len(built) == 1
+    expected = _image(_plain_png(plot_weight_comparison(4.0, **fixed)))
+    assert np.array_equal(_image(pictures[-1]), expected)
+    plt.close("all")

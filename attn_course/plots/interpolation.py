@@ -88,6 +88,7 @@ def plot_weight_comparison(
         mosaic = fig.subplot_mosaic([["curves", "lagrange"], ["curves", "gauss"]], width_ratios=(1.2, 1))
         axes = (mosaic["curves"], mosaic["lagrange"], mosaic["gauss"])
     left, top, bottom = axes
+    data = (nodes, values)  # as given: a panel passes these same objects to update
     nodes, values = _vector(nodes, "nodes", "data point"), _vector(values, "values", "data value")
     x = torch.linspace(float(nodes.min()), float(nodes.max()), 801, dtype=nodes.dtype)
     w_lag, w_nw, nw_curve, f_lag, f_nw = _weight_estimates(query, nodes, values, bandwidth, x)
@@ -127,7 +128,7 @@ def plot_weight_comparison(
 
     def update(query: float, bandwidth: float = 0.5, **given) -> bool:
         """New values on the same artists (see ``attn_course.widgets``); True when they need a new figure."""
-        if given.get("nodes", nodes) is not nodes or given.get("values", values) is not values:
+        if given.get("nodes", data[0]) is not data[0] or given.get("values", data[1]) is not data[1]:
             return True  # other data points
         w_lag, w_nw, nw_curve, f_lag, f_nw = _weight_estimates(query, nodes, values, bandwidth, x)
         if not (among_nodes and float(nodes.min()) <= query <= float(nodes.max())):
