@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -115,3 +116,55 @@ def _call_learner(fn, *args):
         return fn(*args), None
     except Exception as error:  # the learner's code: report what went wrong
         return None, _hint(f"your function raised {type(error).__name__}: {str(error).rstrip('.')}.")
+
+
+def _call_on_copies(fn, args: dict):
+    """The learner's ``fn`` called on copies of the named ``args`` (compute the reference from ``args`` themselves).
+
+    Gives ``(result, None)``, or ``(None, hint)`` when the learner's code raised, or changed one of its inputs in
+    place (the hint names it). The originals are never handed to the learner, so a reference computed from them before
+    or after the call is the same.
+    """
+    copies = {
+        name: value.clone() if isinstance(value, torch.Tensor) else copy.deepcopy(value) for name, value in args.items()
+    }
+    result, problem = _call_learner(fn, *copies.values())
+    if problem is not None:
+        return None, problem
+    for name, value in args.items():
+        if isinstance(value, torch.Tensor) and not torch.equal(copies[name], value):
+            return None, _hint(
+                f"your function changed its input {name} in place; leave inputs as they are and build new tensors."
+            )
+    return result, None
+
+
+def _rounded(answer: torch.Tensor | float, right: torch.Tensor | float) -> Feedback | None:
+    """A hint when the answer is the right one rounded (to 1, 2 or 3 decimals): "close: give more decimals"; else None.
+
+    Checks call it after their exact comparison fails and before their conceptual hints, so that a rounded but
+    correct answer is not told it has the idea wrong.
+    """
+    got = torch.as_tensor(answer, dtype=torch.float64).detach()
+    want = torch.as_tensor(right, dtype=torch.float64).detach()
+    if got.shape != want.shape or not bool(torch.isfinite(got).all()):
+        return None
+    for decimals in (3, 2, 1):
+        step = 0.5 * 10.0**-decimals + 1e-12
+        if bool(((got - want).abs() <= step).all()) and bool((got - got.round(decimals=decimals)).abs().max() < 1e-9):
+            return _hint(
+                f"close: your numbers look rounded to {decimals} decimal{'s' if decimals > 1 else ''}; "
+                "give the computed values in full (do not round them)."
+            )
+    return None
+
+
+def _not_finite(answer: torch.Tensor, what: str = "your answer") -> Feedback | None:
+    """A hint when ``answer`` holds NaN or infinity (named first: any other hint about it would mislead); else None."""
+    if isinstance(answer, torch.Tensor) and answer.is_floating_point() and not bool(torch.isfinite(answer).all()):
+        bad = "NaN" if bool(torch.isnan(answer).any()) else "infinity"
+        return _hint(
+            f"{what} holds {bad}. A NaN usually comes from exp of inf - inf or 0 / 0: for example a row whose every "
+            "score is -inf; an infinity from exp of a large score that was not shifted by the row's maximum."
+        )
+    return None
