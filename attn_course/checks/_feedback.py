@@ -151,7 +151,9 @@ def _rounded(answer: torch.Tensor | float, right: torch.Tensor | float) -> Feedb
         return None
     for decimals in (3, 2, 1):
         step = 0.5 * 10.0**-decimals + 1e-12
-        if bool(((got - want).abs() <= step).all()) and bool((got - got.round(decimals=decimals)).abs().max() < 1e-9):
+        if bool(((got - want).abs() <= step).all()) and bool(
+            ((got - got.round(decimals=decimals)).abs() <= 1e-6 * got.abs().clamp(min=1)).all()
+        ):
             return _hint(
                 f"close: your numbers look rounded to {decimals} decimal{'s' if decimals > 1 else ''}; "
                 "give the computed values in full (do not round them)."
