@@ -106,6 +106,10 @@ def test_check_new_token_scores_right_answer(answer):
             id="swapped",
         ),
         pytest.param(torch.tensor([1.0, 2.0, 3.0]), ["q3 . k_j", "W_Q"], id="other"),
+        pytest.param(torch.tensor([5.0, math.nan, 11.0]), ["holds NaN"], id="nan"),
+        pytest.param(
+            torch.tensor([s / math.sqrt(3) for s in SCORES4]).round(decimals=2), ["q3 . k_j"], id="scaled-rounded"
+        ),
     ],
 )
 def test_check_new_token_scores_hints(answer, words):
@@ -138,6 +142,10 @@ def test_check_new_token_output_right_answer(answer):
             id="keys",
         ),
         pytest.param(torch.tensor([0.0, 0.0, 0.0]), ["softmax", "@ V"], id="other"),
+        pytest.param(torch.tensor(OUTPUT4).round(decimals=2), ["close", "rounded to 2 decimals"], id="rounded-2"),
+        pytest.param(torch.tensor(OUTPUT4).round(decimals=3), ["close", "rounded to 3 decimals"], id="rounded-3"),
+        pytest.param(torch.tensor(_pool([0.0, 0.7, 0.3])), ["weights rounded to one decimal", "exact"], id="weights-1"),
+        pytest.param(torch.tensor([math.nan, 7.0, 1.0]), ["holds NaN"], id="nan"),
     ],
 )
 def test_check_new_token_output_hints(answer, words):
@@ -178,6 +186,9 @@ def test_check_reversed_outputs_right_answer(answer):
         pytest.param(torch.tensor(_outputs_by_hand(X_TOKENS)), ["row i", "x2 is now in row 0"], id="unchanged"),
         pytest.param(torch.tensor(REVERSED).flip(1), ["not the columns"], id="columns"),
         pytest.param(torch.zeros(3, 3), ["X.flip(0)"], id="other"),
+        pytest.param(torch.tensor(REVERSED).round(decimals=2), ["close", "rounded to 2 decimals"], id="rounded"),
+        pytest.param(torch.tensor(REVERSED).round(decimals=1), ["close", "rounded to 1 decimal"], id="rounded-1"),
+        pytest.param(torch.full((3, 3), math.inf), ["holds infinity"], id="inf"),
     ],
 )
 def test_check_reversed_outputs_hints(answer, words):

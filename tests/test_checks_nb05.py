@@ -168,7 +168,18 @@ def test_check_key_padding_mask_hints(mask, words):
 
 
 def _masked_attention(
-    queries, keys, values, mask, *, transpose=False, scale=None, reverse=False, fill=None, dim=-1, in_place=False
+    queries,
+    keys,
+    values,
+    mask,
+    *,
+    transpose=False,
+    scale=None,
+    reverse=False,
+    fill=None,
+    dim=-1,
+    in_place=False,
+    in_place_mask=False,
 ):
     """A learner's masked attention: right with the defaults, each keyword one typical mistake."""
     scale = queries.shape[-1] ** -0.5 if scale is None else scale
@@ -176,6 +187,8 @@ def _masked_attention(
     blocked = mask if reverse else ~mask
     if in_place:
         queries.mul_(1.0).add_(1.0)
+    if in_place_mask:  # computes the right answer, then fills the caller's mask
+        mask.fill_(True)
     if fill is not None:  # a finite fill, or -inf without handling empty rows
         return torch.softmax(scores.masked_fill(blocked, fill), dim=dim) @ values
     empty = blocked.all(-1, keepdim=True)  # (B, Q, 1)
@@ -222,7 +235,34 @@ def _no_mask(q, k, v, m):
         pytest.param(lambda q, k, v, m: _masked_attention(q, k, v, m, fill=-1e6), ["-1e6", "zeros"], id="finite-fill"),
         pytest.param(lambda q, k, v, m: _masked_attention(q, k, v, m, dim=-2), ["dim=-1"], id="softmax-axis"),
         pytest.param(
-            lambda q, k, v, m: _masked_attention(q, k, v, m, in_place=True), ["modified its input"], id="in-place"
+            lambda q, k, v, m: _masked_attention(q, k, v, m, in_place=True),
+            ["changed its input queries in place", "masked_fill_"],
+            id="in-place",
+        ),
+        pytest.param(
+            lambda q, k, v, m: _masked_attention(q, k, v, m, scale=8**-0.5),
+            ["wrong scale", "D = 6", "sqrt(8)", "queries.shape[-1]"],
+            id="scale-sqrt-8",
+        ),
+        pytest.param(
+            lambda q, k, v, m: _masked_attention(q, k, v, m, scale=1 / math.isqrt(q.shape[-1])),
+            ["wrong scale", "D = 6", "sqrt(4)", "math.isqrt"],
+            id="scale-isqrt",
+        ),
+        pytest.param(
+            lambda q, k, v, m: _masked_attention(q, k, v, m) * math.nan,
+            ["your output holds NaN"],
+            id="nan-everywhere",
+        ),
+        pytest.param(
+            lambda q, k, v, m: (lambda w: (w / w.sum(-1, keepdim=True)) @ v)(
+                torch.exp(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5) * m
+            ),
+            ["NaN on the row with nothing to attend to", "0/0"],
+            id="nan-empty-row",
+        ),
+        pytest.param(
+            lambda q, k, v, m: _masked_attention(q, k, v, m, in_place_mask=True), ["mask in place"], id="mask"
         ),
         pytest.param(_no_mask, ["not applied"], id="no-mask"),
         pytest.param(lambda q, k, v, m: q @ k.transpose(-2, -1), ["expected shape"], id="shape"),
@@ -248,3 +288,13 @@ def test_check_masked_attention_cases_have_one_empty_row_and_partly_masked_rows(
         assert empty.sum() == 1
         assert mask[~empty].any(-1).all() and (~mask[~empty]).any(-1).all()
         assert q.shape[-1] != v.shape[-1]  # a scale by sqrt(V) differs from sqrt(D)
+
+
+def test_check_masked_attention_hidden_sizes_differ_and_are_not_perfect_squares():
+    """A scale written as a number (math.sqrt(8)) or by math.isqrt(D) must fail on some hidden case."""
+    from attn_course.checks.nb05 import _attention_cases
+
+    sizes = [q.shape[-1] for q, _, _, _ in _attention_cases()]
+    assert len(set(sizes)) == len(sizes)
+    assert all(math.isqrt(d) ** 2 != d for d in sizes)
+    assert len({v.shape[-1] for _, _, v, _ in _attention_cases()}) > 1

@@ -142,7 +142,35 @@ def _rotation_solved_from_two_positions():
     ],
 )
 def test_check_rotation_right_answer(answer):
-    assert_correct(check_rotation(answer), "1 radian")
+    assert_correct(check_rotation(answer), "1 radian", "column form", "M @ v")
+
+
+def _row_vector_rotation():
+    """The matrix M with [sin(i w), cos(i w)] @ M = [sin((i + 2) w), cos((i + 2) w)]: rows, as the course writes x W."""
+    w = 0.5
+    rows = torch.tensor([[math.sin(i * w), math.cos(i * w)] for i in range(4)], dtype=torch.float64)  # (4, 2)
+    return torch.linalg.solve(rows[:2], rows[2:])  # rows[:2] @ M = rows[2:]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        pytest.param(_row_vector_rotation(), id="solved"),
+        pytest.param(_rotation_by_angle(1.0).T, id="transposed-column-form"),
+        pytest.param(_rotation_by_angle(-1.0, torch.float32), id="angle-minus-1"),
+    ],
+)
+def test_check_rotation_accepts_the_row_vector_form_and_says_so(answer):
+    """v @ M with v a row, the convention of the course's code, is right too; the verdict names the convention."""
+    assert_correct(check_rotation(answer), "1 radian", "row form", "v @ M")
+
+
+def test_row_vector_rotation_moves_every_position_by_two():
+    w, M = 0.5, _row_vector_rotation()
+    for i in range(10):
+        v = torch.tensor([math.sin(i * w), math.cos(i * w)], dtype=torch.float64)
+        want = torch.tensor([math.sin((i + 2) * w), math.cos((i + 2) * w)], dtype=torch.float64)
+        torch.testing.assert_close(v @ M, want)
 
 
 def test_check_rotation_solved_matrix_is_the_rotation_by_one_radian():
@@ -158,10 +186,12 @@ def test_check_rotation_solved_matrix_is_the_rotation_by_one_radian():
         pytest.param(torch.zeros(2), ["expected shape (2, 2)", "got (2,)"], id="1-D"),
         pytest.param(_rotation_by_angle(1.0)[None], ["expected shape (2, 2)", "got (1, 2, 2)"], id="3-D"),
         pytest.param(torch.eye(2, dtype=torch.int64), ["floating-point", "torch.int64"], id="integer"),
-        pytest.param(_rotation_by_angle(1.0).T, ["transposed", "from i + 2 back to i"], id="transposed"),
-        pytest.param(_rotation_by_angle(-1.0), ["transposed"], id="negative-angle"),
         pytest.param(_rotation_by_angle(2.0), ["2 * 0.5 = 1, not 2"], id="angle-2"),
-        pytest.param(_rotation_by_angle(0.5), ["expand sin(a + b) and cos(a + b)"], id="angle-w"),
+        pytest.param(_rotation_by_angle(2.0).T, ["2 * 0.5 = 1, not 2"], id="angle-2-row-form"),
+        pytest.param(_rotation_by_angle(0.5), ["rotation by one position"], id="angle-w"),
+        pytest.param(_rotation_by_angle(1.0).round(decimals=2), ["close", "rounded to 2 decimals"], id="rounded"),
+        pytest.param(_rotation_by_angle(1.0).T.round(decimals=3), ["close", "rounded to 3 decimals"], id="rounded-row"),
+        pytest.param(torch.full((2, 2), math.nan), ["NaN"], id="nan"),
         pytest.param(torch.eye(2), ["expand sin(a + b)"], id="identity"),
         pytest.param(
             torch.tensor([[math.cos(1.0), -math.sin(1.0)], [-math.sin(1.0), math.cos(1.0)]]),
@@ -214,6 +244,12 @@ def _split_in_place(x, num_heads):
     return _split(x / 2.0, num_heads)
 
 
+def _merge_in_place(x, num_heads):
+    out = _merge(x.clone(), num_heads)
+    x.zero_()
+    return out
+
+
 @pytest.mark.parametrize("which", ["by-hand", "course"])
 def test_check_split_merge_right_answer(which):
     from attn_course import merge_heads, split_heads
@@ -231,7 +267,8 @@ def test_check_split_merge_right_answer(which):
         pytest.param(_split_no_permute, _merge, ["mixes positions and heads"], id="no-permute"),
         pytest.param(_split_head_major, _merge, ["head order"], id="head-major"),
         pytest.param(_split_strided, _merge, ["consecutive features"], id="strided"),
-        pytest.param(_split_in_place, _merge, ["modified its input"], id="in-place"),
+        pytest.param(_split_in_place, _merge, ["split_heads", "changed its input x in place"], id="in-place"),
+        pytest.param(_split, _merge_in_place, ["merge_heads", "changed its input x in place"], id="merge-in-place"),
         pytest.param(lambda x, h: x, _merge, ["split_heads", "expected shape"], id="identity"),
         pytest.param(
             _split, lambda x, h: x.reshape(x.shape[0] // h, x.shape[1], -1), ["does not undo"], id="merge-no-permute"
@@ -319,7 +356,31 @@ def test_check_multi_head_leaves_its_inputs_alone_and_catches_a_learner_who_does
         W_o.zero_()
         return out
 
-    assert_hint(checks.check_multi_head(in_place), "modified its input")
+    assert_hint(checks.check_multi_head(in_place), "changed its input W_o in place")
+
+
+def test_check_multi_head_compares_with_a_reference_computed_before_the_learners_call():
+    """A function that zeroes the weights it was given and returns zeros cannot make the reference agree with it."""
+
+    def zero_everything(x_q, x_kv, W_q, W_k, W_v, W_o, num_heads):
+        for w in (W_q, W_k, W_v, W_o):
+            w.zero_()
+        return torch.zeros_like(x_q)
+
+    assert_hint(checks.check_multi_head(zero_everything), "changed its input W_q in place")
+
+
+def test_check_multi_head_hidden_sizes_vary():
+    """A head size or scale written as a number passes one hidden case at most."""
+
+    def fixed_scale(x_q, x_kv, W_q, W_k, W_v, W_o, num_heads):
+        return _multi_head(x_q, x_kv, W_q, W_k, W_v, W_o, num_heads, scale=lambda d: 3**-0.5)  # dh = 3 in one case
+
+    assert_hint(checks.check_multi_head(fixed_scale), "differ")
+
+
+def test_check_multi_head_names_nan_output():
+    assert_hint(checks.check_multi_head(lambda *a: _multi_head(*a) * math.nan), "holds NaN")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -365,7 +426,9 @@ def test_check_positional_encoding_right_answer(fn):
         pytest.param(lambda t, d: _encoding(t, d).long(), ["floating-point"], id="int"),
         pytest.param(lambda t, d: _encoding(t, d)[:, :2], ["expected shape"], id="shape"),
         pytest.param(lambda t, d: _encoding(t, d) * 2, ["differs from ac.positional_encoding"], id="other"),
-        pytest.param(lambda t, d: torch.zeros(t, d).sin_().log(), ["differs"], id="inf"),
+        pytest.param(lambda t, d: torch.zeros(t, d).sin_().log(), ["holds infinity", "between -1 and 1"], id="inf"),
+        pytest.param(lambda t, d: _encoding(t, d) / 0 * 0, ["holds NaN"], id="nan"),
+        pytest.param(lambda t, d: _encoding(t, d).round(decimals=3), ["close", "rounded to 3 decimals"], id="rounded"),
     ],
 )
 def test_check_positional_encoding_hints(fn, words):
@@ -380,3 +443,39 @@ def test_check_positional_encoding_hints_per_column_exponent():
         return torch.where(cols.long() % 2 == 0, torch.sin(angles), torch.cos(angles))
 
     assert_hint(checks.check_positional_encoding(per_column), "share one frequency")
+
+
+def _per_column_exponent(num_steps, num_hiddens):
+    """Each column c its own frequency 10000^(-c / D): right in the sin columns, wrong in the cos columns."""
+    pos = torch.arange(num_steps, dtype=torch.float64).unsqueeze(1)
+    cols = torch.arange(num_hiddens, dtype=torch.float64)
+    angles = pos * 10000.0 ** (-cols / num_hiddens)  # (T, D)
+    return torch.where(cols.long() % 2 == 0, torch.sin(angles), torch.cos(angles))
+
+
+def test_check_positional_encoding_names_the_cos_columns_of_a_per_column_exponent():
+    """Row 0 is [0, 1, 0, 1, ...] for any frequencies: the hint names the columns and the exponent, not the rows."""
+    assert not torch.equal(_per_column_exponent(5, 8)[1:], _encoding(5, 8).double()[1:])
+    torch.testing.assert_close(_per_column_exponent(5, 8)[:, 0::2], _encoding(5, 8).double()[:, 0::2])
+    feedback = checks.check_positional_encoding(_per_column_exponent)
+    assert_hint(feedback, "cos columns", "10000^(-(2j + 1) / D)", "pair index j")
+    assert "first rows" not in repr(feedback)
+
+
+def test_check_positional_encoding_fallback_names_the_first_wrong_column_and_row():
+    def wrong_last_pair(num_steps, num_hiddens):
+        out = _encoding(num_steps, num_hiddens).double()
+        out[:, -2] = torch.sin(torch.arange(num_steps) * 0.5)  # one frequency changed
+        return out
+
+    feedback = checks.check_positional_encoding(wrong_last_pair)
+    assert_hint(feedback, "column 6 (sin(i w_3)", "from row 1 on", "Row 0 is [0, 1, 0, 1, ...]")
+
+
+def test_check_positional_encoding_hidden_sizes_vary():
+    """An encoding of one fixed size passes one hidden case at most."""
+
+    def fixed_size(num_steps, num_hiddens):
+        return _encoding(7, 8)
+
+    assert_hint(checks.check_positional_encoding(fixed_size), "expected shape")

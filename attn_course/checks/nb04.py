@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from ..data import three_token_example
-from ._feedback import Feedback, _close, _hint, _ok, _tensor_answer
+from ._feedback import Feedback, _close, _hint, _not_finite, _ok, _rounded, _tensor_answer
 
 __all__ = [
     "check_new_token_key",
@@ -22,6 +22,11 @@ __all__ = [
 ]
 
 NEW_TOKEN = (2.0, 0.0, 1.0, 1.0)
+
+
+def _first_hint(*hints: Feedback | None) -> Feedback | None:
+    """The first hint that is not None (a Feedback that is not passed is falsy, so ``or`` cannot pick it)."""
+    return next((hint for hint in hints if hint is not None), None)
 
 
 def _parts():
@@ -43,6 +48,9 @@ def check_new_token_key(key) -> Feedback:
     ex, x3, _, _ = _parts()
     if _close(key, x3 @ ex.w_key):
         return _ok("k3 = [1, 2, 2]: row 0 of W_K twice, plus rows 2 and 3.")
+    problem = _first_hint(_not_finite(key, "your key"), _rounded(key, x3 @ ex.w_key))
+    if problem is not None:
+        return problem
     if _close(key, x3 @ ex.w_query) or _close(key, x3 @ ex.w_value):
         return _hint("right token, wrong matrix: keys use W_K.")
     if _close(key, ex.w_key.T @ x3.flip(0)):
@@ -57,6 +65,9 @@ def check_new_token_scores(scores) -> Feedback:
     want = keys @ (x3 @ ex.w_query)  # (3,): q3 . k_j
     if _close(scores, want):
         return _ok("q3 = [2, 1, 4] scores [5, 12, 11]: the new token attends mostly to token 1, then token 2.")
+    problem = _first_hint(_not_finite(scores, "your scores"), _rounded(scores, want))
+    if problem is not None:
+        return problem
     if _close(scores, want / 3**0.5):
         return _hint("these are scaled by 1/sqrt(3); the exercise asks for the unscaled scores.")
     if _close(scores, torch.softmax(want, 0)):
@@ -71,8 +82,18 @@ def check_new_token_output(output) -> Feedback:
     """The exact (unscaled) output of the new token attending to tokens 0-2, shape (3,)."""
     ex, x3, keys, values = _parts()
     scores = keys @ (x3 @ ex.w_query)  # (3,)
-    if _close(output, torch.softmax(scores, 0) @ values):
+    want = torch.softmax(scores, 0) @ values  # (3,)
+    if _close(output, want):
         return _ok("weights about [0.0007, 0.7306, 0.2688]: the output lies between v1 = [2, 8, 0] and v2 = [2, 6, 3].")
+    problem = _first_hint(_not_finite(output, "your output"), _rounded(output, want))
+    if problem is not None:
+        return problem
+    rounded_weights = torch.softmax(scores, 0).round(decimals=1)  # [0.0, 0.7, 0.3], a hand calculation's shortcut
+    if _close(output, rounded_weights @ values, 1e-3) or _close(output, (rounded_weights @ values).round(decimals=1)):
+        return _hint(
+            "these are the outputs of weights rounded to one decimal, [0, 0.7, 0.3]: use the exact softmax weights "
+            "(section 6, exact weights against rounded ones)."
+        )
     if _close(output, torch.softmax(scores / 3**0.5, 0) @ values):
         return _hint("that is the scaled version; the exercise asks for the unscaled one.")
     if _close(output, scores @ values):
@@ -93,6 +114,9 @@ def check_reversed_outputs(outputs) -> Feedback:
             "the same three outputs in reverse order: each token's output does not depend on where it stands. "
             "Self-attention alone does not see the order of its inputs (notebook 06 adds positions)."
         )
+    problem = _first_hint(_not_finite(outputs, "your outputs"), _rounded(outputs, original.flip(0)))
+    if problem is not None:
+        return problem
     if _close(outputs, original):
         return _hint("row i is the output of the token now in row i; the token x2 is now in row 0.")
     if _close(outputs, original.flip(1)) or _close(outputs, original.flip(0).flip(1)):

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import torch
 
-from ._feedback import Feedback, _answer_check, _call_learner, _function_answer, _hint, _ok, _tensor_problem
+from ._feedback import (
+    Feedback,
+    _answer_check,
+    _call_on_copies,
+    _function_answer,
+    _hint,
+    _not_finite,
+    _ok,
+    _tensor_problem,
+)
 
 __all__ = [
     "check_padding_mask",
@@ -32,7 +41,7 @@ def check_padding_mask(mask) -> Feedback:
     """The (2, 5) padding mask of two sequences of valid lengths 2 and 4: ``True`` = may attend."""
     want = torch.arange(5) < torch.tensor([[2], [4]])
     if torch.equal(mask, want):
-        return _ok("positions 0-1 of the first sequence and 0-3 of the second may be attended to; the rest is padding.")
+        return _ok("positions 0-1 of sequence 0 and 0-3 of sequence 1 may be attended to; the rest is padding.")
     if torch.equal(mask, ~want):
         return _hint("the polarity is reversed: in this course True means 'may attend', so padding is False.")
     if torch.equal(mask, torch.arange(5) <= torch.tensor([[2], [4]])):
@@ -102,8 +111,11 @@ def _attention_cases():
     """Hidden cases: (queries, keys, values, mask) with random sizes, padding, a causal part and one empty row."""
     gen = torch.Generator().manual_seed(_CASES_SEED)
     cases = []
-    for num_q, num_k in ((5, 5), (3, 6), (6, 4)):  # square first: a transposed score matrix keeps its shape
-        batch, d, v = 2, 8, 3  # D != V, so a scale by sqrt(V) can be told from sqrt(D)
+    # square first: a transposed score matrix keeps its shape. D differs from case to case and is never a perfect
+    # square, so a scale written as a number (math.sqrt(8)) or by math.isqrt fails; D != V, so a scale by sqrt(V) can
+    # be told from sqrt(D)
+    for num_q, num_k, d, v in ((5, 5, 6, 3), (3, 6, 10, 4), (6, 4, 7, 2)):
+        batch = 2
         q = torch.randn(batch, num_q, d, generator=gen)
         k = torch.randn(batch, num_k, d, generator=gen)
         val = torch.randn(batch, num_k, v, generator=gen)
@@ -126,16 +138,17 @@ def check_masked_attention(attention) -> Feedback:
     zeros (there ``F.scaled_dot_product_attention`` gives NaN in older PyTorch versions, zeros in newer ones).
     """
     for q, k, v, mask in _attention_cases():
-        copies = [t.clone() for t in (q, k, v, mask)]
-        out, problem = _call_learner(attention, q, k, v, mask)
+        # the reference first, from the original inputs
+        reference = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=mask)
+        out, problem = _call_on_copies(attention, {"queries": q, "keys": k, "values": v, "mask": mask})
         if problem is not None:
+            if "in place" in problem.message:
+                return _hint(problem.message + " (An operation ending in _, such as masked_fill_, writes into it.)")
             return _hint(
                 f"{problem.message} Scores are queries @ keys.transpose(-2, -1), shape (B, Q, K) = {tuple(mask.shape)}."
             )
         if isinstance(out, tuple):  # (output, weights) is fine too
             out = out[0]
-        if not all(torch.equal(a, b) for a, b in zip((q, k, v, mask), copies, strict=True)):
-            return _hint("your function modified its input (an in-place operation such as masked_fill_): use a copy.")
         want_shape = (*q.shape[:2], v.shape[-1])
         problem = _tensor_problem(out, want_shape, "the output (B, Q, V)")
         if problem is not None:
@@ -144,12 +157,11 @@ def check_masked_attention(attention) -> Feedback:
             return problem
         out = out.detach().double()
         empty = (~mask).all(-1)  # (B, Q)
-        if torch.isnan(out[empty]).any():
+        if torch.isnan(out[empty]).any() and bool(torch.isfinite(out[~empty]).all()):
             return _hint(
                 "NaN on the row with nothing to attend to (its softmax is 0/0): give that row zeros, e.g. fill "
                 "its weights with 0 after the softmax."
             )
-        reference = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=mask)
         if not torch.allclose(out[~empty], reference[~empty], atol=1e-5, rtol=1e-4):
             return _diagnose_attention(attention, out, q, k, v, mask, empty)
         if not torch.allclose(out[empty], torch.zeros_like(out[empty]), atol=1e-6):
@@ -170,15 +182,19 @@ def _diagnose_attention(attention, out, q, k, v, mask, empty) -> Feedback:
     scores, the scale and the softmax axis show alone, then with the mask, on the rows that have keys."""
     q64, k64, v64 = q.double(), k.double(), v.double()
     full = torch.ones_like(mask)
-    try:
-        out_full = attention(q.clone(), k.clone(), v.clone(), full.clone())
-        out_full = (out_full[0] if isinstance(out_full, tuple) else out_full).detach().double()
-    except Exception:  # the learner's code: fall back on the masked comparison below
-        out_full = None
+    out_full, problem = _call_on_copies(attention, {"queries": q, "keys": k, "values": v, "mask": full})
+    if isinstance(out_full, tuple):
+        out_full = out_full[0]
+    if problem is not None or not isinstance(out_full, torch.Tensor):
+        out_full = None  # the masked comparison below still says something
+    else:
+        out_full = out_full.detach().double()
 
     def close(a, b) -> bool:
         return a.shape == b.shape and bool(torch.allclose(a, b, atol=1e-5, rtol=1e-4))
 
+    if not bool(torch.isfinite(out).any()):  # nothing finite at all: no other hint would fit
+        return _not_finite(out, "your output")
     if out_full is not None and not close(out_full, _attention(q64, k64, v64, full)):
         if torch.isnan(out_full).all() or close(out_full, torch.zeros_like(out_full)):
             return _hint(
@@ -202,6 +218,16 @@ def _diagnose_attention(attention, out, q, k, v, mask, empty) -> Feedback:
                 out_full, _attention(q64, k64, v64, full, **kwargs)
             ):
                 return _hint(hint)
+        for size in range(1, 129):  # a scale by sqrt of a fixed number, or by math.isqrt(D)
+            if size != d and close(out_full, _attention(q64, k64, v64, full, scale=size**-0.5)):
+                return _hint(
+                    f"wrong scale: these queries have D = {d}, so divide the scores by sqrt({d}) = {d**0.5:.4f}; "
+                    f"yours are divided by sqrt({size}) = {size**0.5:.4g}. Read D from queries.shape[-1], and use "
+                    "math.sqrt (or ** 0.5), not a fixed number nor math.isqrt: the hidden cases have other sizes."
+                )
+        problem = _not_finite(out_full, "with every key allowed (a mask of all True), your output")
+        if problem is not None:
+            return problem
         return _hint("without any mask your outputs already differ from F.scaled_dot_product_attention.")
     flipped = ~mask
     both = ~empty & ~flipped.all(-1)  # rows with keys under both polarities

@@ -11,11 +11,12 @@ import torch
 
 from ._feedback import (
     Feedback,
-    _call_learner,
+    _call_on_copies,
     _close,
     _function_answer,
     _function_problem,
     _hint,
+    _not_finite,
     _number_answer,
     _ok,
     _tensor_problem,
@@ -107,16 +108,13 @@ def check_split_merge(split_heads, merge_heads) -> Feedback:
     gen = torch.Generator().manual_seed(_CASES_SEED)
     for batch, steps, num_heads, dh in ((2, 5, 4, 3), (3, 4, 2, 5), (1, 6, 3, 2)):
         x = torch.randn(batch, steps, num_heads * dh, generator=gen)
-        copy = x.clone()
-        split, problem = _call_learner(split_heads, x, num_heads)
+        variants = _split_variants(x, num_heads)  # the reference first, from the original x
+        split, problem = _call_on_copies(split_heads, {"x": x, "num_heads": num_heads})
         if problem is not None:
-            return problem
-        if not torch.equal(x, copy):
-            return _hint("split_heads modified its input: reshape and permute return new views; keep x as it is.")
+            return _hint("split_heads: " + problem.message)
         problem = _tensor_problem(split, (batch * num_heads, steps, dh), "split_heads's result (B * H, T, dh)")
         if problem is not None:
             return _hint("split_heads: " + problem.message)
-        variants = _split_variants(x, num_heads)
         if not torch.equal(split, variants["right"]):
             for mistake, hint in _SPLIT_HINTS.items():
                 if torch.equal(split, variants[mistake]):
@@ -124,9 +122,9 @@ def check_split_merge(split_heads, merge_heads) -> Feedback:
             return _hint(
                 "split_heads: the result differs from (B, T, D) -> (B, T, H, dh) -> (B, H, T, dh) -> (B * H, T, dh)."
             )
-        merged, problem = _call_learner(merge_heads, variants["right"].clone(), num_heads)
+        merged, problem = _call_on_copies(merge_heads, {"x": variants["right"], "num_heads": num_heads})
         if problem is not None:
-            return problem
+            return _hint("merge_heads: " + problem.message)
         problem = _tensor_problem(merged, tuple(x.shape), "merge_heads's result (B, T, H * dh)")
         if problem is not None:
             return _hint("merge_heads: " + problem.message)
@@ -206,27 +204,30 @@ def check_multi_head(multi_head) -> Feedback:
     loaded with the same weights (``in_proj_weight`` holds ``W.T``), on hidden random cases.
     """
     gen = torch.Generator().manual_seed(_CASES_SEED + 1)
-    for batch, num_q, num_k, size, num_heads in ((2, 4, 4, 8, 2), (1, 3, 5, 12, 3), (2, 5, 2, 8, 4)):
+    # head sizes dh = 3, 4 and 2, model sizes D = 6, 12 and 10: a scale or a size written as a number fails somewhere
+    for batch, num_q, num_k, size, num_heads in ((2, 4, 4, 6, 2), (1, 3, 5, 12, 3), (2, 5, 2, 10, 5)):
         x_q = torch.randn(batch, num_q, size, generator=gen)
         x_kv = torch.randn(batch, num_k, size, generator=gen)
         weights = [torch.randn(size, size, generator=gen) / size**0.5 for _ in range(4)]  # (D, D) each, x @ W
-        inputs = (x_q, x_kv, *weights)
-        copies = [t.clone() for t in inputs]
-        out, problem = _call_learner(multi_head, x_q, x_kv, *weights, num_heads)
-        if problem is not None:
-            return problem
-        if not all(torch.equal(a, b) for a, b in zip(inputs, copies, strict=True)):
-            return _hint("your function modified its input (an in-place operation): keep the inputs as they are.")
-        problem = _tensor_problem(out, (batch, num_q, size), "the output (B, Q, D)")
-        if problem is not None:
-            return problem
         torch_mha = torch.nn.MultiheadAttention(size, num_heads, bias=False, batch_first=True)
-        with torch.no_grad():
+        with torch.no_grad():  # the reference first, from the original inputs
             torch_mha.in_proj_weight.copy_(torch.cat([w.T for w in weights[:3]]))  # (3D, D): nn.Linear holds W.T
             torch_mha.out_proj.weight.copy_(weights[3].T)
             want, _ = torch_mha(x_q, x_kv, x_kv, need_weights=False)  # (B, Q, D)
+        names = ("queries", "keys_values", "W_q", "W_k", "W_v", "W_o")
+        out, problem = _call_on_copies(
+            multi_head, {**dict(zip(names, (x_q, x_kv, *weights), strict=True)), "num_heads": num_heads}
+        )
+        if problem is not None:
+            return problem
+        problem = _tensor_problem(out, (batch, num_q, size), "the output (B, Q, D)")
+        if problem is not None:
+            return problem
         if _close(out, want, 1e-4):
             continue
+        problem = _not_finite(out.detach(), "your output")
+        if problem is not None:
+            return problem
         for kwargs, hint in _MULTI_HEAD_MISTAKES:
             if _close(out, _multi_head(x_q, x_kv, weights, num_heads, **kwargs), 1e-4):
                 return _hint(hint)
