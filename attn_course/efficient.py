@@ -10,8 +10,13 @@ running maximum ``m`` and a running sum ``l`` of ``exp(score - m)``, a new block
 the same rescaling to a running output ``o = sum(exp(s - m) v)``, so that the weights are never stored: memory
 grows with the block, not with the number of keys.
 
-Causal masks are bottom-right aligned, as ``causal_mask``: with K >= Q keys, query ``i`` sits at position
-``i + K - Q`` and sees the keys up to it. A sliding window of size ``w`` keeps the last ``w`` of those keys.
+Causal masks are bottom-right aligned, as ``causal_mask``: query ``i`` sits at position ``i + K - Q`` and sees the
+keys up to it. With more queries than keys (Q > K), the first Q - K queries sit before every key and see none: their
+output is zeros, as ``masked_softmax`` gives a row with nothing to attend to zero weights (and as
+``F.scaled_dot_product_attention`` returns for such rows). A sliding window of size ``w`` keeps the last ``w`` keys.
+
+The loop order is FlashAttention-2's (Dao, 2023): query blocks outside, key blocks inside, the output normalised
+once at the end. FlashAttention's first version (Dao et al., 2022, Algorithm 1) put the key blocks outside.
 """
 
 from __future__ import annotations
@@ -111,12 +116,7 @@ def _require_causal_sizes(num_queries: int, num_keys: int, causal, window) -> in
         require_int(window, "window", 1)
         if not causal:
             raise ValueError("window needs causal=True: a sliding window keeps the last `window` keys up to a query")
-    if causal and num_keys < num_queries:
-        raise ValueError(
-            "causal=True needs at least as many keys as queries (bottom-right aligned, as causal_mask), "
-            f"got Q = {num_queries} and K = {num_keys}"
-        )
-    return num_keys - num_queries
+    return num_keys - num_queries  # negative when Q > K: the first Q - K queries see no key
 
 
 def _require_attention_inputs(queries, keys, values) -> None:
@@ -185,14 +185,17 @@ def flash_attention(
     """``softmax(Q K^T / sqrt(D)) V`` tile by tile, never storing more than one (block, block) tile of scores.
 
     An outer loop over blocks of queries, an inner loop over blocks of keys; the running maximum, sum and
-    output of each query are rescaled whenever a new key block raises the maximum (FlashAttention's forward pass).
+    output of each query are rescaled whenever a new key block raises the maximum, and the output is divided by
+    the sum once, at the end (FlashAttention-2's forward pass, Dao 2023).
 
     Args:
         queries: (..., Q, D); keys: (..., K, D); values: (..., K, V); one floating dtype, finite, not empty, the
             same leading sizes (...). float16 and bfloat16 are accumulated in float32.
         block_size: queries and keys per block, an integer >= 1.
-        causal: query ``i`` sees keys ``0 .. i + K - Q`` only (bottom-right, as ``causal_mask``; needs K >= Q).
-            Tiles with no allowed key are skipped (``block_counts`` counts them).
+        causal: query ``i`` sees keys ``0 .. i + K - Q`` only (bottom-right, as ``causal_mask``). With Q > K the
+            first Q - K queries see no key and give zeros (as ``masked_softmax`` and
+            ``F.scaled_dot_product_attention`` with that mask). Tiles with no allowed key are skipped
+            (``block_counts`` counts them).
         window: with ``causal``, query ``i`` sees only its last ``window`` keys (sliding-window attention).
 
     Returns:
@@ -235,10 +238,14 @@ def flash_attention(
                 running_sum,
                 acc,
             )
-        if q_block.device.type != "meta" and not bool(torch.isfinite(running_max).all()):  # every row sees a key,
-            raise ValueError(  # so from finite inputs only a score too large for the dtype gets here (and gives NaN)
+        sees_a_key = q_pos.squeeze(-1) >= 0 if causal else torch.ones_like(q_pos.squeeze(-1), dtype=torch.bool)
+        # (bq,): a row that sees a key has a finite maximum, unless a score overflowed the dtype (it would give NaN)
+        if q_block.device.type != "meta" and not bool(torch.isfinite(running_max[..., sees_a_key]).all()):
+            raise ValueError(
                 f"scores must be finite, got NaN or infinity: Q K^T / sqrt(D) overflowed {work} "
                 "(scale the queries or keys down)"
             )
-        out[..., q_start:q_stop, :] = acc / running_sum.unsqueeze(-1)  # (..., bq, V): normalise once, at the end
+        # A row that sees no key (Q > K, causal) has acc = 0 and running_sum = 0: divide by 1 there, giving zeros.
+        denominator = torch.where(running_sum > 0, running_sum, torch.ones_like(running_sum))  # (..., bq)
+        out[..., q_start:q_stop, :] = acc / denominator.unsqueeze(-1)  # (..., bq, V): normalise once, at the end
     return out.to(queries.dtype)

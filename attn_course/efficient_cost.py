@@ -6,7 +6,9 @@
   of what existed before it (its inputs). Memory that PyTorch does not allocate (Python objects, the profiler's
   own records) is not counted; it is small here.
 * ``io_cost`` counts: bytes moved between slow memory (a GPU's HBM, a CPU's RAM) and fast memory (on-chip SRAM,
-  caches) by the materialised and the tiled forward pass, against the floating-point operations of both.
+  caches) by the materialised and the tiled forward pass, against the floating-point operations of both. The tiled
+  pass is counted in both loop orders: FlashAttention-2's (Dao, 2023; query blocks outside), which ``flash_attention``
+  follows, and FlashAttention's first (Dao et al., 2022, Algorithm 1; key blocks outside).
 """
 
 from __future__ import annotations
@@ -82,15 +84,23 @@ def io_cost(
 
     * materialised: read Q and K (2 N d), write the scores (N^2), read them for the softmax (N^2), write the weights
       (N^2), read them and V (N^2 + N d), write the output (N d): ``4 N d + 4 N^2`` elements.
-    * tiled: read Q once and write the output once (2 N d), and read K and V once per query block (n * 2 N d):
-      ``2 N d + 2 n N d`` elements; the scores never leave fast memory.
+    * tiled, query blocks outside (FlashAttention-2): read Q once and write the output once (2 N d), and read K
+      and V once per query block (n * 2 N d): ``2 N d + 2 n N d`` elements; the scores never leave fast memory.
+    * tiled, key blocks outside (FlashAttention, Algorithm 1 as written): read K and V once (2 N d); for each of
+      the n key blocks, read Q and the output so far and write the output back (3 N d), and read and write each
+      query's maximum and sum (4 N): ``2 N d + n (3 N d + 4 N)`` elements.
     * FLOPs: two matrix products of ``2 N^2 d`` each: ``4 N^2 d`` for both.
     * a tile needs a block of Q, K, V and the output (4 b d), the (b, b) scores, and a maximum and a sum per
       query (2 b) in fast memory: ``tile_bytes``; ``fits`` says whether that is at most ``fast_memory`` bytes.
 
+    Args:
+        fast_memory: bytes of fast memory for one tile; the default, 192 KiB, is an A100's L1 cache and shared
+            memory per streaming multiprocessor (an H100 has 256 KiB).
+
     Returns:
-        dict with ``naive_bytes``, ``tiled_bytes``, ``flops``, ``naive_intensity`` and ``tiled_intensity`` (FLOPs
-        per byte), ``tile_bytes`` and ``fits`` (1.0 or 0.0).
+        dict with ``naive_bytes``, ``tiled_bytes``, ``kv_outer_bytes`` (the tiled pass with key blocks outside),
+        ``flops``, ``naive_intensity`` and ``tiled_intensity`` (FLOPs per byte), ``tile_bytes`` and ``fits``
+        (1.0 or 0.0).
     """
     require_int(num_tokens, "num_tokens")
     require_int(d, "d")
@@ -101,11 +111,13 @@ def io_cost(
     blocks = math.ceil(n / b)
     naive = bytes_per_element * (4 * n * d + 4 * n * n)
     tiled = bytes_per_element * (2 * n * d + 2 * blocks * n * d)
+    kv_outer = bytes_per_element * (2 * n * d + blocks * (3 * n * d + 4 * n))
     flops = 4 * n * n * d
     tile = bytes_per_element * (4 * b * d + b * b + 2 * b)
     return {
         "naive_bytes": float(naive),
         "tiled_bytes": float(tiled),
+        "kv_outer_bytes": float(kv_outer),
         "flops": float(flops),
         "naive_intensity": flops / naive,
         "tiled_intensity": flops / tiled,

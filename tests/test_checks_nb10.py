@@ -1,6 +1,8 @@
 """attn_course.checks.nb10, the checks of notebook 10 (efficient attention):
 "Correct" for a right answer, a hint for each mistake."""
 
+import math
+
 import pytest
 import torch
 from _check_helpers import assert_correct, assert_hint
@@ -10,7 +12,7 @@ from attn_course import (
 )
 
 # ----------------------------------------------------------------------------------------------
-# notebook 10: check_online_step (build it), check_causal_tiles, check_tiled_bytes
+# notebook 10: check_online_step and check_tile_update (build it), check_causal_tiles, check_tiled_bytes
 # ----------------------------------------------------------------------------------------------
 
 
@@ -23,6 +25,23 @@ def _online_step_in_place(running_max, running_sum, block):
     new_max = torch.maximum(running_max, block.amax(dim=-1))
     running_sum.mul_(torch.exp(running_max - new_max)).add_(torch.exp(block - new_max[:, None]).sum(-1))
     return new_max, running_sum
+
+
+def _online_step_block_in_place(running_max, running_sum, block):
+    """Right numbers, but the block is turned into its exponentials in place (the old check did not see it)."""
+    new_max = torch.maximum(running_max, block.amax(dim=-1))
+    return new_max, running_sum * torch.exp(running_max - new_max) + block.sub_(new_max[:, None]).exp_().sum(-1)
+
+
+def _online_step_rounded(running_max, running_sum, block):
+    new_max, new_sum = _online_step(running_max, running_sum, block)
+    return new_max, new_sum.round(decimals=2)
+
+
+def _online_step_six_rows(running_max, running_sum, block):
+    """A size written in: right on blocks of 6 rows only."""
+    new_max = torch.maximum(running_max, block.amax(dim=-1))
+    return new_max, running_sum * torch.exp(running_max - new_max) + torch.exp(block - new_max.view(6, 1)).sum(-1)
 
 
 def _online_step_float32(running_max, running_sum, block):
@@ -83,11 +102,130 @@ def _bad_step(kind):
         pytest.param(_bad_step("placeholders"), ["replace the None placeholders"], id="none-pair"),
         pytest.param(_bad_step("keepdim"), ["shape (5,)", "dim=-1"], id="keepdim"),
         pytest.param(_bad_step("raise"), ["raised RuntimeError", "boom"], id="raise"),
-        pytest.param(_online_step_in_place, ["in place"], id="inplace"),
+        pytest.param(_online_step_in_place, ["changed its input running_sum in place"], id="inplace"),
+        pytest.param(_online_step_block_in_place, ["changed its input block in place"], id="block-inplace"),
+        pytest.param(_online_step_rounded, ["close", "rounded to 2 decimals"], id="rounded"),
+        pytest.param(_online_step_six_rows, ["raised RuntimeError", "hidden case: the first block"], id="six-rows"),
     ],
 )
 def test_check_online_step_hints(answer, words):
     assert_hint(checks.check_online_step(answer), *words)
+
+
+def _tile_update(running_max, running_sum, acc, scores, values):
+    """The notebook's solution: a stand-in maximum of 0 where a row has seen only -inf."""
+    new_max = torch.maximum(running_max, scores.amax(dim=-1))
+    safe = torch.where(new_max == -math.inf, torch.zeros_like(new_max), new_max)
+    probs = torch.exp(scores - safe[:, None])
+    rescale = torch.exp(running_max - safe)
+    return new_max, running_sum * rescale + probs.sum(-1), acc * rescale[:, None] + probs @ values
+
+
+def _tile_update_nan_to_num(running_max, running_sum, acc, scores, values):
+    """Another right answer: compute as if nothing were masked, then replace the NaN of empty rows by 0."""
+    new_max = torch.maximum(running_max, scores.amax(dim=-1))
+    probs = torch.exp(scores - new_max[:, None]).nan_to_num(0.0)
+    rescale = torch.exp(running_max - new_max).nan_to_num(0.0)
+    return new_max, running_sum * rescale + probs.sum(-1), acc * rescale[:, None] + probs @ values
+
+
+def _tile_update_float32(*inputs):
+    return tuple(t.double() for t in _tile_update(*(t.float() for t in inputs)))
+
+
+@pytest.mark.parametrize("fn", [_tile_update, _tile_update_nan_to_num, _tile_update_float32])
+def test_check_tile_update_right_answer(fn):
+    assert_correct(checks.check_tile_update(fn), "fully masked", "flash_attention")
+
+
+def _bad_tile(kind):
+    def update(running_max, running_sum, acc, scores, values):
+        new_max = torch.maximum(running_max, scores.amax(dim=-1))
+        safe = torch.where(new_max == -math.inf, torch.zeros_like(new_max), new_max)
+        probs = torch.exp(scores - safe[:, None])
+        rescale = torch.exp(running_max - safe)
+        new_sum = running_sum * rescale + probs.sum(-1)
+        new_acc = acc * rescale[:, None] + probs @ values
+        if kind == "no-rescale":
+            return new_max, running_sum + probs.sum(-1), acc + probs @ values
+        if kind == "no-rescale-acc":
+            return new_max, new_sum, acc + probs @ values
+        if kind == "wrong-sign":
+            return new_max, new_sum, acc * torch.exp(safe - running_max)[:, None] + probs @ values
+        if kind == "forgot-l":
+            return new_max, running_sum, new_acc
+        if kind == "l-not-rescaled":
+            return new_max, running_sum + probs.sum(-1), new_acc
+        if kind == "normalised":
+            return new_max, new_sum, new_acc / new_sum[:, None]
+        if kind == "old-max":
+            old = torch.where(running_max == -math.inf, torch.zeros_like(running_max), running_max)
+            return new_max, new_sum, acc * rescale[:, None] + torch.exp(scores - old[:, None]) @ values
+        if kind == "nan-on-masked":  # no stand-in: -inf - (-inf) = NaN on a row that has seen only -inf
+            probs = torch.exp(scores - new_max[:, None])
+            rescale = torch.exp(running_max - new_max)
+            return new_max, running_sum * rescale + probs.sum(-1), acc * rescale[:, None] + probs @ values
+        if kind == "safe-max-returned":
+            return safe, new_sum, new_acc
+        if kind == "acc-in-place":
+            return new_max, new_sum, acc.mul_(rescale[:, None]).add_(probs @ values)
+        if kind == "scores-in-place":
+            probs = scores.sub_(safe[:, None]).exp_()
+            return new_max, running_sum * rescale + probs.sum(-1), acc * rescale[:, None] + probs @ values
+        if kind == "hard-coded-v":  # an output of 3 value columns, the size of the first case
+            return new_max, new_sum, (acc * rescale[:, None] + probs @ values)[:, :3]
+        if kind == "hard-coded-rows":
+            return new_max, new_sum, new_acc.reshape(5, -1)
+        if kind == "rounded":
+            return new_max, new_sum, new_acc.round(decimals=3)
+        if kind == "placeholders":
+            return None, None, None
+        if kind == "two":
+            return new_max, new_sum
+        raise ValueError("boom")
+
+    return update
+
+
+@pytest.mark.parametrize(
+    "kind, words",
+    [
+        ("no-rescale", ["old output is not rescaled", "exp(running_max - new_max)"]),
+        ("no-rescale-acc", ["old output is not rescaled"]),
+        ("wrong-sign", ["inverted", "<= 1"]),
+        ("forgot-l", ["new_sum is the old running_sum", "update l too"]),
+        ("l-not-rescaled", ["new_sum is off", "while new_acc is right"]),
+        ("normalised", ["un-normalised", "once, after the last block"]),
+        ("old-max", ["against the new maximum"]),
+        ("nan-on-masked", ["fully masked block gives NaN", "-inf - (-inf)", "torch.where"]),
+        ("safe-max-returned", ["must stay -inf", "only inside exp"]),
+        ("acc-in-place", ["changed its input acc in place", "hidden case"]),
+        ("scores-in-place", ["changed its input scores in place"]),
+        ("hard-coded-v", ["new_acc must have shape (6, 7), got (6, 3)", "write none in"]),
+        ("hard-coded-rows", ["raised RuntimeError", "6 rows"]),
+        ("rounded", ["close", "rounded to 3 decimals"]),
+        ("placeholders", ["replace the None placeholders"]),
+        ("two", ["return three tensors"]),
+        ("raise", ["raised ValueError", "boom", "the first block"]),
+    ],
+)
+def test_check_tile_update_hints(kind, words):
+    assert_hint(checks.check_tile_update(_bad_tile(kind)), *words)
+
+
+@pytest.mark.parametrize("answer, words", [(None, ["replace None", "tile_update("]), (3, ["expected a function"])])
+def test_check_tile_update_not_a_function(answer, words):
+    assert_hint(checks.check_tile_update(answer), *words)
+
+
+def test_check_tile_update_cases_hold_a_fully_masked_block_and_varied_sizes():
+    from attn_course.checks.nb10 import _tile_cases
+
+    cases = _tile_cases()
+    assert any(bool((inputs["scores"] == -math.inf).all(dim=-1).any()) for _, inputs in cases)
+    assert any(bool((inputs["running_max"] == -math.inf).all()) for _, inputs in cases if "masked" in _)
+    sizes = {tuple(inputs["scores"].shape) + (inputs["values"].shape[1],) for _, inputs in cases}
+    assert len(sizes) == len(cases)  # R, b and V differ from case to case
 
 
 @pytest.mark.parametrize("answer", [36, 36.0, torch.tensor(36)])
@@ -113,7 +251,8 @@ def test_check_causal_tiles_hints(answer, words):
 def test_check_tiled_bytes_right_answer():
     from attn_course import io_cost
 
-    assert_correct(checks.check_tiled_bytes(io_cost(4096, 64, 128)["tiled_bytes"]), "69,206,016 bytes")
+    assert_correct(checks.check_tiled_bytes(io_cost(4096, 64, 128)["tiled_bytes"]), "69,206,016 bytes", "66 MiB")
+    assert "MB" not in repr(checks.check_tiled_bytes(69_206_016))
 
 
 @pytest.mark.parametrize(
@@ -123,6 +262,9 @@ def test_check_tiled_bytes_right_answer():
         (69_206_016 // 4, ["number of elements", "4 bytes"]),
         (4 * 2 * 32 * 4096 * 64, ["reading Q once"]),
         (4 * 4 * 4096 * 64, ["once per query block"]),
+        (66.0, ["in MiB", "in bytes"]),
+        (69.2, ["in MiB", "in bytes"]),
+        (69_200_000, ["close", "exact number of bytes"]),
         (1.0, ["2 N d", "ceil(N / b)"]),
     ],
 )

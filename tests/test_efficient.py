@@ -20,9 +20,14 @@ def _qkv(gen, lead, num_q, num_k, d, v, dtype):
     return q, k, val
 
 
+def _bottom_right(num_q, num_k):
+    """The bottom-right causal mask for any Q and K: causal_mask's for K >= Q; with Q > K the first rows are empty."""
+    return torch.ones(num_q, num_k, dtype=torch.bool).tril(num_k - num_q)
+
+
 def _window_mask(num_q, num_k, window):
-    """Bottom-right causal mask that keeps each query's last ``window`` keys, built from causal_mask."""
-    causal = ac.causal_mask(num_q, num_k)
+    """Bottom-right causal mask that keeps each query's last ``window`` keys."""
+    causal = _bottom_right(num_q, num_k)
     too_old = torch.ones(num_q, num_k, dtype=torch.bool).tril(num_k - num_q - window)
     return causal & ~too_old
 
@@ -101,6 +106,38 @@ def test_causal_flash_attention_agrees_with_a_bottom_right_causal_mask(
     q, k, val = _qkv(gen, lead, num_q, num_k, d, v, dtype)
     want = F.scaled_dot_product_attention(q, k, val, attn_mask=ac.causal_mask(num_q, num_k))
     torch.testing.assert_close(ac.flash_attention(q, k, val, block_size, causal=True), want, **TOL[dtype])
+
+
+def test_bottom_right_mask_of_the_tests_is_causal_mask():
+    for num_q, num_k in ((4, 4), (3, 8), (1, 5)):
+        assert torch.equal(_bottom_right(num_q, num_k), ac.causal_mask(num_q, num_k))
+
+
+@pytest.mark.parametrize("lead, num_q, num_k, d, v", [g for g in GRID if g[1] > g[2]] + [((2,), 9, 1, 4, 3)])
+@pytest.mark.parametrize("block_size", [1, 3, 16, 64])
+def test_causal_with_more_queries_than_keys_gives_zeros_where_no_key_is_seen(
+    lead, num_q, num_k, d, v, block_size, dtype, gen
+):
+    """Q > K: the first Q - K queries see no key. Their rows are zeros, as masked_softmax's weights of such a row are,
+    and as F.scaled_dot_product_attention returns for them; the other rows are the usual bottom-right causal ones."""
+    q, k, val = _qkv(gen, lead, num_q, num_k, d, v, dtype)
+    mask = _bottom_right(num_q, num_k)
+    out = ac.flash_attention(q, k, val, block_size, causal=True)
+    assert torch.isfinite(out).all()
+    assert torch.equal(out[..., : num_q - num_k, :], torch.zeros_like(out[..., : num_q - num_k, :]))
+    assert out[..., num_q - num_k :, :].abs().sum() > 0
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(d)).reshape(-1, num_q, num_k)  # (B', Q, K)
+    weights = ac.masked_softmax(scores, mask=mask).reshape(*lead, num_q, num_k)  # rows with no key: zeros
+    torch.testing.assert_close(out, weights @ val, **TOL[dtype])
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, val, attn_mask=mask), **TOL[dtype])
+
+
+def test_causal_with_more_queries_than_keys_and_a_window(gen):
+    q, k, val = _qkv(gen, (2,), 30, 11, 8, 3, torch.float64)
+    out = ac.flash_attention(q, k, val, 4, causal=True, window=3)
+    want = F.scaled_dot_product_attention(q, k, val, attn_mask=_window_mask(30, 11, 3))
+    torch.testing.assert_close(out, want, **TOL[torch.float64])
+    assert torch.equal(out[:, :19], torch.zeros(2, 19, 3, dtype=torch.float64))
 
 
 def test_causal_is_bottom_right_not_top_left(gen):
@@ -202,13 +239,14 @@ def _counts_from_mask(mask: torch.Tensor, block_size: int) -> int:
 
 
 @pytest.mark.parametrize(
-    "num_q, num_k, block_size", [(1000, 1000, 128), (37, 50, 8), (5, 13, 4), (64, 100, 7), (3, 3, 5)]
+    "num_q, num_k, block_size",
+    [(1000, 1000, 128), (37, 50, 8), (5, 13, 4), (64, 100, 7), (3, 3, 5), (50, 37, 8), (13, 5, 4), (9, 1, 2)],
 )
 def test_counts_equal_the_tiles_that_hold_an_allowed_pair(num_q, num_k, block_size):
     total = math.ceil(num_q / block_size) * math.ceil(num_k / block_size)
     assert ac.block_counts(num_q, num_k, block_size) == {"computed": total, "skipped": 0, "total": total}
     causal = ac.block_counts(num_q, num_k, block_size, causal=True)
-    assert causal["computed"] == _counts_from_mask(ac.causal_mask(num_q, num_k), block_size)
+    assert causal["computed"] == _counts_from_mask(_bottom_right(num_q, num_k), block_size)
     assert causal["computed"] + causal["skipped"] == total
     window = ac.block_counts(num_q, num_k, block_size, causal=True, window=9)
     assert window["computed"] == _counts_from_mask(_window_mask(num_q, num_k, 9), block_size)
@@ -285,9 +323,7 @@ def test_flash_attention_input_errors(make, error, words):
 
 
 def test_flash_attention_causal_and_window_errors():
-    x, longer = torch.zeros(1, 5, 3), torch.zeros(1, 3, 3)
-    with pytest.raises(ValueError, match=r"causal=True needs at least as many keys as queries .* Q = 5 and K = 3"):
-        ac.flash_attention(x, longer, longer, 2, causal=True)
+    x = torch.zeros(1, 5, 3)
     with pytest.raises(TypeError, match="causal must be True or False, got 1 \\(int\\)"):
         ac.flash_attention(x, x, x, 2, causal=1)
     with pytest.raises(ValueError, match="window needs causal=True"):

@@ -65,6 +65,31 @@ def test_io_cost_closed_forms():
     assert cost["flops"] == 4 * n * n * d
     assert cost["tiled_intensity"] == pytest.approx(cost["flops"] / cost["tiled_bytes"])
     assert cost["tile_bytes"] == 4 * (4 * b * d + b * b + 2 * b)
+    assert cost["kv_outer_bytes"] == 4 * (2 * n * d + (n // b) * (3 * n * d + 4 * n))
+
+
+def _count_loads_and_stores(n, d, b, keys_outside):
+    """Elements moved by the two loop orders, counted block by block as the algorithms are written."""
+    moved = 0
+    blocks = [min(b, n - start) for start in range(0, n, b)]
+    if keys_outside:  # FlashAttention, Algorithm 1: K_j, V_j once; Q_i, O_i, l_i, m_i in and O_i, l_i, m_i out
+        for key_rows in blocks:
+            moved += 2 * key_rows * d
+            for query_rows in blocks:
+                moved += query_rows * d + query_rows * d + 2 * query_rows  # load Q_i, O_i, l_i, m_i
+                moved += query_rows * d + 2 * query_rows  # write O_i, l_i, m_i
+    else:  # FlashAttention-2: Q_i once, then every K_j, V_j; O_i out once
+        for query_rows in blocks:
+            moved += query_rows * d + sum(2 * key_rows * d for key_rows in blocks) + query_rows * d
+    return moved
+
+
+@pytest.mark.parametrize("n, d, b", [(64, 8, 16), (100, 6, 32), (7, 3, 7)])
+def test_io_cost_tiled_counts_follow_the_two_loops(n, d, b):
+    cost = ac.io_cost(n, d, b, bytes_per_element=2)
+    assert cost["tiled_bytes"] == 2 * _count_loads_and_stores(n, d, b, keys_outside=False)
+    assert cost["kv_outer_bytes"] == 2 * _count_loads_and_stores(n, d, b, keys_outside=True)
+    assert cost["kv_outer_bytes"] > cost["tiled_bytes"]
 
 
 def test_io_cost_tiling_moves_fewer_bytes_and_bigger_blocks_fewer_still():
@@ -107,6 +132,7 @@ def test_plot_peak_memory_draws_one_line_per_version():
     ax = fig.axes[0]
     assert len(ax.lines) == 2 and ax.get_xscale() == "log" and ax.get_title()
     assert list(ax.lines[0].get_ydata()) == pytest.approx([1e6 / 2**20, 4e6 / 2**20])
+    assert "MiB" in ax.get_ylabel()
 
 
 def test_plot_peak_memory_errors():
@@ -132,10 +158,20 @@ def test_plot_tiles_window_and_errors():
         ac.plot_tiles(8, 8, 2, causal=False, window=2)
 
 
+def test_plot_tiles_with_more_queries_than_keys_leaves_the_first_rows_white():
+    """Q > K: the first Q - K queries see no key; their tiles are skipped and their cells stay white (0)."""
+    fig = ac.plot_tiles(13, 5, 4, causal=True)
+    counts = ac.block_counts(13, 5, 4, causal=True)
+    assert f"{counts['computed']} tiles computed" in fig.axes[0].get_title() and counts["skipped"] > 0
+    image = fig.axes[0].images[0].get_array()
+    assert (image[:8] == 0).all() and (image[8:] > 0).any()
+
+
 def test_plot_io_cost_marks_n_and_says_whether_a_tile_fits():
     fig = ac.plot_io_cost(4096, 64)
     left, right = fig.axes
     assert "N = 4096" in left.get_title()
+    assert "260 MiB against 130.0 MiB" in left.get_title() and "MiB" in left.get_ylabel()  # 2**20 bytes, not 10**6
     assert "fits in 192 KiB" in right.get_title()
     assert "does NOT fit" in ac.plot_io_cost(4096, 512).axes[1].get_title()
 

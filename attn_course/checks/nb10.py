@@ -6,9 +6,38 @@ import math
 
 import torch
 
-from ._feedback import Feedback, _function_answer, _hint, _number_answer, _ok
+from ._feedback import (
+    Feedback,
+    _call_on_copies,
+    _function_answer,
+    _hint,
+    _not_finite,
+    _number_answer,
+    _ok,
+    _rounded,
+)
 
-__all__ = ["check_online_step", "check_causal_tiles", "check_tiled_bytes"]
+__all__ = ["check_online_step", "check_tile_update", "check_causal_tiles", "check_tiled_bytes"]
+
+_NEG_INF = -math.inf
+
+
+def _float64(*shape, gen, scale=1.0) -> torch.Tensor:
+    return torch.randn(*shape, generator=gen, dtype=torch.float64) * scale
+
+
+def _close(answer: torch.Tensor, want: torch.Tensor, equal_nan: bool = False) -> bool:
+    """Equal up to float32 rounding; -inf equals -inf; NaN equals nothing unless ``equal_nan``."""
+    return bool(torch.allclose(answer.detach().double(), want, rtol=1e-5, atol=1e-6, equal_nan=equal_nan))
+
+
+def _with_case(problem: Feedback, what: str) -> Feedback:
+    return _hint(f"{problem.message.rstrip('.')} (hidden case: {what}).")
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Exercise 1: one update of the online softmax
+# ----------------------------------------------------------------------------------------------------------------------
 
 
 def _reference_step(running_max, running_sum, block):
@@ -17,31 +46,26 @@ def _reference_step(running_max, running_sum, block):
     return new_max, new_sum
 
 
-def _cases() -> list[tuple[str, torch.Tensor, torch.Tensor, torch.Tensor]]:
-    """Hidden cases: (what, running_max (R,), running_sum (R,), block (R, b)), float64."""
+def _step_cases() -> list[tuple[str, torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """Hidden cases: (what, running_max (R,), running_sum (R,), block (R, b)), float64, R and b varied."""
     gen = torch.Generator().manual_seed(1234)
-    cases = []
-    block = torch.randn(5, 4, generator=gen, dtype=torch.float64)
-    cases.append(
-        (
-            "the first block",
-            torch.full((5,), -math.inf, dtype=torch.float64),
-            torch.zeros(5, dtype=torch.float64),
-            block,
-        )
-    )
-    for scale, what in ((1.0, "scores near 0"), (1e4, "scores of size 1e4")):
-        old = torch.randn(6, 3, generator=gen, dtype=torch.float64) * scale
-        m, s = _reference_step(
-            torch.full((6,), -math.inf, dtype=torch.float64), torch.zeros(6, dtype=torch.float64), old
-        )
-        new = torch.randn(6, 5, generator=gen, dtype=torch.float64) * scale
-        new[:3] += 3.0 * scale  # rows 0-2: the new block raises the maximum; rows 3-5 mostly not
+    first = torch.full((5,), _NEG_INF, dtype=torch.float64)
+    cases = [("the first block", first, torch.zeros(5, dtype=torch.float64), _float64(5, 4, gen=gen))]
+    for rows, old_keys, new_keys, scale, what in (
+        (6, 3, 5, 1.0, "scores near 0"),
+        (7, 9, 2, 1.0, "7 rows, a block of 2 keys"),
+        (6, 3, 5, 1e4, "scores of size 1e4"),
+    ):
+        start = torch.full((rows,), _NEG_INF, dtype=torch.float64)
+        old = _float64(rows, old_keys, gen=gen, scale=scale)
+        m, s = _reference_step(start, torch.zeros(rows, dtype=torch.float64), old)
+        new = _float64(rows, new_keys, gen=gen, scale=scale)
+        new[: rows // 2] += 3.0 * scale  # the first half of the rows: the new block raises the maximum; the rest not
         cases.append((what, m, s, new))
     return cases
 
 
-def _mistakes(running_max, running_sum, block, new_max):
+def _step_mistakes(running_max, running_sum, block, new_max):
     """(what a common mistake computes for new_sum, the hint that names it)."""
     fresh = torch.exp(block - new_max.unsqueeze(-1)).sum(-1)  # (R,)
     rescale = torch.exp(running_max - new_max)  # (R,)
@@ -71,40 +95,45 @@ def _mistakes(running_max, running_sum, block, new_max):
 def check_online_step(step) -> Feedback:
     """Build it: ``step(running_max, running_sum, block) -> (new_max, new_sum)``, one update of the online softmax.
 
-    ``running_max`` and ``running_sum`` are (R,), ``block`` is (R, b); checked on hidden random cases (the first
-    block, with ``running_max = -inf``; a block that raises the maximum and one that does not; scores of 1e4).
+    ``running_max`` and ``running_sum`` are (R,), ``block`` is (R, b); checked on hidden random cases of varied sizes
+    (the first block, with ``running_max = -inf``; blocks that raise the maximum and blocks that do not; scores of
+    1e4). The reference is computed from the originals; the learner's function gets copies, and an input it changes in
+    place is named.
     """
-    for what, running_max, running_sum, block in _cases():
-        inputs = (running_max.clone(), running_sum.clone(), block.clone())
-        try:
-            result = step(*inputs)
-        except Exception as error:  # noqa: BLE001 - any failure of the learner's code becomes a hint
-            return _hint(f"your function raised {type(error).__name__} on {what}: {error}")
+    for what, running_max, running_sum, block in _step_cases():
+        want_max, want_sum = _reference_step(running_max, running_sum, block)
+        result, problem = _call_on_copies(
+            step, {"running_max": running_max, "running_sum": running_sum, "block": block}
+        )
+        if problem is not None:
+            return _with_case(problem, what)
         if isinstance(result, tuple) and any(t is None for t in result):
             return _hint("replace the None placeholders: new_max and new_sum must be tensors of shape (R,).")
         if not (isinstance(result, tuple) and len(result) == 2 and all(isinstance(t, torch.Tensor) for t in result)):
             return _hint("return two tensors: (new_max, new_sum), each of shape (R,).")
-        new_max, new_sum = result
+        new_max, new_sum = (t.detach() for t in result)
         rows = (running_max.shape[0],)
         if tuple(new_max.shape) != rows or tuple(new_sum.shape) != rows:
             return _hint(
                 f"new_max and new_sum must have shape {rows} (one per row), got {tuple(new_max.shape)} and "
-                f"{tuple(new_sum.shape)}; reduce the block over its last axis (dim=-1)."
+                f"{tuple(new_sum.shape)} on a hidden case of {rows[0]} rows and blocks of {block.shape[1]} keys; "
+                "reduce the block over its last axis (dim=-1), with no size written in."
             )
-        if not (torch.equal(inputs[0], running_max) and torch.equal(inputs[1], running_sum)):
-            return _hint("your function changed running_max or running_sum in place; return new tensors instead.")
-        want_max, want_sum = _reference_step(running_max, running_sum, block)
         if not torch.allclose(new_max.double(), want_max, rtol=1e-6, atol=1e-6):
             return _hint("new_max is off: it is the larger of running_max and the block's largest score, per row.")
         if torch.allclose(new_sum.double(), want_sum, rtol=1e-6):
             continue
+        rounded = _rounded(new_sum, want_sum)
+        if rounded is not None:
+            return rounded
         with torch.no_grad():
-            candidates = _mistakes(running_max, running_sum, block, want_max)
+            candidates = _step_mistakes(running_max, running_sum, block, want_max)
         for candidate, hint in candidates:
-            if torch.allclose(new_sum.double(), candidate, rtol=1e-9, equal_nan=True):
+            if torch.allclose(new_sum.double(), candidate, rtol=1e-6, equal_nan=True):
                 return _hint(hint)
-        if not bool(torch.isfinite(new_sum).all()):
-            return _hint(f"new_sum has inf or NaN on {what}: subtract new_max before exp, so that exp(...) <= 1.")
+        not_finite = _not_finite(new_sum, f"new_sum on {what}")
+        if not_finite is not None:
+            return not_finite
         return _hint(
             f"new_sum is off on {what}: new_sum = running_sum * exp(running_max - new_max) + sum(exp(block - new_max))."
         )
@@ -112,6 +141,184 @@ def check_online_step(step) -> Feedback:
         "the running maximum and sum match on every hidden case, including the first block and scores of 1e4: "
         "this is the update inside online_softmax and flash_attention."
     )
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Exercise 2: one tile's update of the output (the accumulator rescale)
+# ----------------------------------------------------------------------------------------------------------------------
+
+
+def _reference_tile(running_max, running_sum, acc, scores, values):
+    """FlashAttention's step: m, l and the un-normalised output O after one more block of keys."""
+    new_max = torch.maximum(running_max, scores.amax(dim=-1))  # (R,)
+    safe_max = torch.where(new_max == _NEG_INF, torch.zeros_like(new_max), new_max)  # (R,): no NaN from -inf - -inf
+    probs = torch.exp(scores - safe_max.unsqueeze(-1))  # (R, b)
+    rescale = torch.exp(running_max - safe_max)  # (R,)
+    new_sum = running_sum * rescale + probs.sum(dim=-1)  # (R,)
+    new_acc = acc * rescale.unsqueeze(-1) + probs @ values  # (R, V) + (R, b) x (b, V) -> (R, V)
+    return new_max, new_sum, new_acc
+
+
+def _tile_cases() -> list[tuple[str, dict[str, torch.Tensor]]]:
+    """Hidden cases: (what, inputs in the order of the learner's arguments), float64; R, b and V vary."""
+    gen = torch.Generator().manual_seed(2024)
+
+    def start(rows: int, v: int) -> dict[str, torch.Tensor]:
+        return {
+            "running_max": torch.full((rows,), _NEG_INF, dtype=torch.float64),
+            "running_sum": torch.zeros(rows, dtype=torch.float64),
+            "acc": torch.zeros(rows, v, dtype=torch.float64),
+        }
+
+    def after(rows: int, keys: int, v: int, scale: float = 1.0) -> dict[str, torch.Tensor]:
+        """The state after one block of ``keys`` random keys."""
+        m, s, o = _reference_tile(
+            *start(rows, v).values(), _float64(rows, keys, gen=gen, scale=scale), _float64(keys, v, gen=gen)
+        )
+        return {"running_max": m, "running_sum": s, "acc": o}
+
+    def block(rows: int, keys: int, v: int, scale: float = 1.0, raise_rows: int = 0, masked_rows=()) -> dict:
+        scores = _float64(rows, keys, gen=gen, scale=scale)  # (R, b)
+        scores[:raise_rows] += 3.0 * scale  # these rows: the new block raises the maximum
+        scores[list(masked_rows)] = _NEG_INF  # these rows: every key of the block is masked
+        return {"scores": scores, "values": _float64(keys, v, gen=gen)}
+
+    masked_first = block(4, 3, 6, masked_rows=(0, 2))
+    masked_first["scores"][1, 1] = _NEG_INF  # and one masked key in a row that sees the others
+    return [
+        ("the first block, 5 rows, 4 keys, V = 3", start(5, 3) | block(5, 4, 3)),
+        (
+            "a block that raises the maximum of rows 0-2, 6 rows, 5 keys, V = 7",
+            after(6, 3, 7) | block(6, 5, 7, raise_rows=3),
+        ),
+        ("a fully masked first block (rows 0 and 2 all -inf), 4 rows, 3 keys, V = 6", start(4, 6) | masked_first),
+        (
+            "a fully masked block after others (rows 1 and 4 all -inf), 5 rows, 6 keys, V = 2",
+            after(5, 4, 2) | block(5, 6, 2, masked_rows=(1, 4)),
+        ),
+        ("scores of size 1e4, 3 rows, 2 keys, V = 5", after(3, 8, 5, 1e4) | block(3, 2, 5, 1e4, raise_rows=2)),
+    ]
+
+
+_MASKED_NAN = (
+    "a fully masked block gives NaN: where every score of a row is -inf and running_max is -inf too, new_max is -inf "
+    "and exp(scores - new_max) is exp(-inf - (-inf)) = NaN. Keep new_max = -inf, but subtract a stand-in where it "
+    "is -inf: safe = torch.where(new_max == -inf, 0, new_max), then exp(scores - safe) and exp(running_max - safe) "
+    "are 0 there, and the row stays (-inf, 0, zeros)."
+)
+
+
+def _tile_acc_mistakes(running_max, running_sum, acc, scores, values, new_max, new_sum):
+    """(what a common mistake computes for new_acc, the hint that names it)."""
+    safe = torch.where(new_max == _NEG_INF, torch.zeros_like(new_max), new_max)
+    fresh = torch.exp(scores - safe.unsqueeze(-1)) @ values  # (R, V)
+    rescale = torch.exp(running_max - safe).unsqueeze(-1)  # (R, 1)
+    right = acc * rescale + fresh
+    old_safe = torch.where(running_max == _NEG_INF, torch.zeros_like(running_max), running_max)
+    return [
+        (
+            acc + fresh,
+            "the old output is not rescaled: acc holds sums of exp(s - running_max) v, taken against the old maximum; "
+            "multiply it by exp(running_max - new_max) (one factor per row) before adding this block's P V.",
+        ),
+        (
+            acc * torch.exp(safe - running_max).unsqueeze(-1) + fresh,
+            "the rescaling is inverted: the old output shrinks by exp(running_max - new_max) <= 1, not "
+            "exp(new_max - running_max).",
+        ),
+        (
+            acc * rescale + torch.exp(scores - old_safe.unsqueeze(-1)) @ values,
+            "compute this block's P = exp(scores - new_max) against the new maximum, not the old one.",
+        ),
+        (
+            right / new_sum.unsqueeze(-1),
+            "keep acc un-normalised: it is the sum of exp(s - new_max) v, and the division by running_sum happens "
+            "once, after the last block (FlashAttention-2's order; the first FlashAttention normalised at every step).",
+        ),
+    ]
+
+
+@_function_answer("your function tile_update(running_max, running_sum, acc, scores, values)", "a function")
+def check_tile_update(update) -> Feedback:
+    """Build it: ``update(running_max, running_sum, acc, scores, values) -> (new_max, new_sum, new_acc)``.
+
+    One block of keys folded into R queries' running maximum ``m`` (R,), sum ``l`` (R,) and un-normalised output
+    ``O`` (R, V): ``scores`` is (R, b), possibly -inf where masked, ``values`` is (b, V).
+    ``O <- diag(exp(m_old - m_new)) O + P V`` with ``P = exp(scores - m_new)``, and ``l`` likewise. Checked on hidden
+    cases of varied sizes: the first block, a block that raises the maximum, a fully masked block (first and later)
+    and scores of 1e4. The reference is computed from the originals; the learner's function gets copies.
+    """
+    for what, inputs in _tile_cases():
+        want_max, want_sum, want_acc = _reference_tile(*inputs.values())
+        result, problem = _call_on_copies(update, inputs)
+        if problem is not None:
+            return _with_case(problem, what)
+        if isinstance(result, tuple) and any(t is None for t in result):
+            return _hint("replace the None placeholders: return new_max (R,), new_sum (R,) and new_acc (R, V).")
+        if not (isinstance(result, tuple) and len(result) == 3 and all(isinstance(t, torch.Tensor) for t in result)):
+            return _hint("return three tensors: (new_max, new_sum, new_acc), of shapes (R,), (R,) and (R, V).")
+        new_max, new_sum, new_acc = (t.detach() for t in result)
+        for name, got, want in (
+            ("new_max", new_max, want_max),
+            ("new_sum", new_sum, want_sum),
+            ("new_acc", new_acc, want_acc),
+        ):
+            if tuple(got.shape) != tuple(want.shape):
+                return _hint(
+                    f"{name} must have shape {tuple(want.shape)}, got {tuple(got.shape)} (hidden case: {what}); take "
+                    "every size from the inputs (reduce scores over dim=-1; probs @ values), write none in."
+                )
+        masked_case = "masked" in what
+        if masked_case and bool(torch.isnan(torch.cat([new_max, new_sum, new_acc.flatten()])).any()):
+            return _hint(_MASKED_NAN)
+        if not _close(new_max, want_max):
+            if masked_case and _close(new_max, torch.where(want_max == _NEG_INF, 0.0, want_max)):
+                return _hint(
+                    "new_max of a row whose scores are all -inf so far must stay -inf (no key seen yet): use the "
+                    "stand-in 0 only inside exp, not as the maximum you return."
+                )
+            return _hint(
+                "new_max is off: it is the larger of running_max and the block's largest score, per row (-inf for a "
+                "row that has seen only -inf)."
+            )
+        if not _close(new_acc, want_acc):
+            rounded = _rounded(new_acc, want_acc)
+            if rounded is not None:
+                return rounded
+            with torch.no_grad():
+                candidates = _tile_acc_mistakes(*inputs.values(), want_max, want_sum)
+            for candidate, text in candidates:  # a mistake's NaN where the answer has NaN counts as that mistake
+                if _close(new_acc, candidate, equal_nan=True):
+                    return _hint(text)
+            not_finite = _not_finite(new_acc, f"new_acc on {what}")
+            if not_finite is not None:
+                return not_finite
+            return _hint(
+                f"new_acc is off on {what}: new_acc = acc * exp(running_max - new_max)[:, None] + "
+                "exp(scores - new_max[:, None]) @ values."
+            )
+        if not _close(new_sum, want_sum):
+            hint = _not_finite(new_sum, f"new_sum on {what}") or _rounded(new_sum, want_sum)
+            if hint is not None:
+                return hint
+            if _close(new_sum, inputs["running_sum"]):
+                return _hint(
+                    "new_sum is the old running_sum: update l too, with the same factor as the output, "
+                    "l * exp(running_max - new_max) + the row sums of P; the output is divided by it at the end."
+                )
+            return _hint(
+                f"new_sum is off on {what} while new_acc is right: new_sum = running_sum * exp(running_max - new_max) "
+                "+ P.sum(dim=-1), with the same P and the same factor as the output."
+            )
+    return _ok(
+        "the maximum, the sum and the output match on every hidden case, including fully masked blocks (no NaN) and "
+        "scores of 1e4: this is the step inside flash_attention's inner loop."
+    )
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Exercises 3 and 4: counts
+# ----------------------------------------------------------------------------------------------------------------------
 
 
 @_number_answer("the number of tiles computed")
@@ -144,9 +351,13 @@ def check_tiled_bytes(answer: float) -> Feedback:
     want = 4 * elements
     if math.isclose(answer, want, rel_tol=1e-9):
         return _ok(
-            f"{want:,} bytes (about {want / 2**20:.0f} MB): K and V are read {n // b} times, once per "
-            f"query block, against {4 * (4 * n * d + 4 * n * n) / 2**20:.0f} MB for the materialised pass."
+            f"{want:,} bytes (about {want / 2**20:.0f} MiB): K and V are read {n // b} times, once per "
+            f"query block, against {4 * (4 * n * d + 4 * n * n) / 2**20:.0f} MiB for the materialised pass."
         )
+    if math.isclose(answer, want / 2**20, rel_tol=1e-3) or math.isclose(answer, want / 1e6, rel_tol=1e-3):
+        return _hint("that is the count in MiB (or MB); give it in bytes.")
+    if math.isclose(answer, want, rel_tol=1e-2):
+        return _hint("close: give the exact number of bytes, not a rounded one.")
     if math.isclose(answer, elements, rel_tol=1e-9):
         return _hint("that is a number of elements; float32 takes 4 bytes each.")
     if math.isclose(answer, 4 * 2 * math.ceil(n / b) * n * d, rel_tol=1e-9):

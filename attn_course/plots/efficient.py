@@ -18,7 +18,7 @@ from ..efficient_cost import io_cost
 
 __all__ = ["plot_peak_memory", "plot_tiles", "plot_io_cost"]
 
-_MB = 2**20
+_MIB = 2**20
 _IO_SIZES = [2**k for k in range(8, 16)]  # the N of plot_io_cost's curves: 256 .. 32768
 
 
@@ -29,7 +29,7 @@ def _axes(ax, figsize):
 
 
 def plot_peak_memory(sizes: Sequence[int], peaks: Mapping[str, Sequence[float]], ax=None, figsize=(6.4, 3.6)) -> Figure:
-    """Measured peak memory (MB, log scale) against the sequence length N (log scale), one line per version.
+    """Measured peak memory (MiB, log scale) against the sequence length N (log scale), one line per version.
 
     Args:
         sizes: the lengths N.
@@ -43,11 +43,11 @@ def plot_peak_memory(sizes: Sequence[int], peaks: Mapping[str, Sequence[float]],
             raise ValueError(f"peaks[{name!r}] must have one value per size ({len(sizes)}), got {len(values)}")
     ax = _axes(ax, figsize)
     for (name, values), marker in zip(peaks.items(), "osd^v", strict=False):
-        ax.plot(sizes, np.asarray(values, dtype=float) / _MB, marker=marker, label=name)
+        ax.plot(sizes, np.asarray(values, dtype=float) / _MIB, marker=marker, label=name)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("sequence length N = Q = K (log scale)")
-    ax.set_ylabel("peak memory of one call (MB, log)")
+    ax.set_ylabel("peak memory of one call (MiB, log)")
     ax.set_title("Peak memory measured with PyTorch's profiler", fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8)
@@ -114,7 +114,8 @@ def plot_io_cost(
 
     Args:
         num_tokens: N, marked on the left panel; block_size: b of the tiled version; d: head size.
-        fast_memory_kb: fast memory per tile, in KiB; the title says whether a tile fits.
+        fast_memory_kb: fast memory per tile, in KiB (192: an A100's per streaming multiprocessor); the title says
+            whether a tile fits.
         axes: two axes, or None for a new figure.
     """
     require_int(num_tokens, "num_tokens")
@@ -124,12 +125,12 @@ def plot_io_cost(
         _, axes = plt.subplots(1, 2, figsize=figsize, dpi=90, layout="constrained", width_ratios=(1.3, 1))
     left, right = axes
     sizes = _IO_SIZES
-    naive = [io_cost(n, d, block_size)["naive_bytes"] / _MB for n in sizes]
+    naive = [io_cost(n, d, block_size)["naive_bytes"] / _MIB for n in sizes]
     left.plot(sizes, naive, marker="o", color="C3", label="materialised")
     (tiled,) = left.plot(
         sizes, _tiled_curve(sizes, d, block_size), marker="s", color="C0", label=f"tiled, b = {block_size}"
     )
-    (marker,) = left.plot([num_tokens] * 2, [here["naive_bytes"] / _MB, here["tiled_bytes"] / _MB], "k:", linewidth=1)
+    (marker,) = left.plot([num_tokens] * 2, [here["naive_bytes"] / _MIB, here["tiled_bytes"] / _MIB], "k:", linewidth=1)
     # Fixed ticks and limits: the same axes for every N and b, so that two pictures compare at a glance.
     left.set_xscale("log", base=2)
     left.set_yscale("log")
@@ -138,7 +139,7 @@ def plot_io_cost(
     left.minorticks_off()
     left.set_ylim(0.05, 2e5)
     left.set_xlabel("N = Q = K (log scale)")
-    left.set_ylabel("MB moved to and from slow memory")
+    left.set_ylabel("MiB moved to and from slow memory")
     left_title = left.set_title(_bytes_title(num_tokens, here), fontsize=10)
     legend = left.legend(fontsize=8, loc="upper left")
     values = [here["naive_intensity"], here["tiled_intensity"]]
@@ -164,7 +165,7 @@ def plot_io_cost(
         tiled.set_ydata(_tiled_curve(sizes, d, block_size))
         tiled.set_label(f"tiled, b = {block_size}")
         legend.get_texts()[1].set_text(f"tiled, b = {block_size}")
-        marker.set_data([num_tokens] * 2, [here["naive_bytes"] / _MB, here["tiled_bytes"] / _MB])
+        marker.set_data([num_tokens] * 2, [here["naive_bytes"] / _MIB, here["tiled_bytes"] / _MIB])
         left_title.set_text(_bytes_title(num_tokens, here))
         for x, (bar, number, v) in enumerate(zip(bars, numbers, values, strict=True)):
             bar.set_height(v)
@@ -191,14 +192,14 @@ def _intensity_top(values: list[float]) -> float:
 
 
 def _tiled_curve(sizes, d: int, block_size: int) -> list[float]:
-    return [io_cost(n, d, block_size)["tiled_bytes"] / _MB for n in sizes]
+    return [io_cost(n, d, block_size)["tiled_bytes"] / _MIB for n in sizes]
 
 
 def _bytes_title(num_tokens: int, here: dict) -> str:
     ratio = here["naive_bytes"] / here["tiled_bytes"]
     return (
-        f"N = {num_tokens}: {here['naive_bytes'] / _MB:,.0f} MB against "
-        f"{here['tiled_bytes'] / _MB:,.1f} MB ({ratio:.1f}x less)"
+        f"N = {num_tokens}: {here['naive_bytes'] / _MIB:,.0f} MiB against "
+        f"{here['tiled_bytes'] / _MIB:,.1f} MiB ({ratio:.1f}x less)"
     )
 
 
