@@ -52,6 +52,18 @@ def test_check_nw_weights_hints(answer, words):
     assert_hint(check_nw_weights(answer), *words)
 
 
+@pytest.mark.parametrize("decimals", [3, 2])
+def test_check_nw_weights_rounded_answer_is_told_to_give_more_decimals(decimals):
+    rounded = torch.tensor(RIGHT).round(decimals=decimals)  # [0.348, 0.574, 0.078]: right, but rounded
+    assert_hint(check_nw_weights(rounded), "close", "decimals")
+
+
+def test_check_nw_weights_nan_is_named_not_told_the_weights_sum_to_1():
+    feedback = check_nw_weights(torch.tensor([math.nan, 0.5, 0.5]))
+    assert_hint(feedback, "NaN")
+    assert "sum to 1" not in feedback.message
+
+
 # ----------------------------------------------------------------------------------------------
 # check_pooling_limit
 # ----------------------------------------------------------------------------------------------
@@ -77,6 +89,15 @@ def test_check_pooling_limit_right_answer(answer):
 )
 def test_check_pooling_limit_hints(answer, words):
     assert_hint(check_pooling_limit(answer, Y), *words)
+
+
+def test_check_pooling_limit_rounded_mean_is_told_to_give_more_decimals():
+    y = torch.tensor([1.0, 2.0, 6.5])  # mean 3.1667
+    assert_hint(check_pooling_limit(3.17, y), "close", "decimals")
+
+
+def test_check_pooling_limit_nan_is_named():
+    assert_hint(check_pooling_limit(math.nan, Y), "NaN")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -118,12 +139,16 @@ def test_check_epanechnikov_hints(fn, words):
     assert_hint(check_epanechnikov(fn), *words)
 
 
-def test_check_epanechnikov_accepts_an_answer_that_works_in_place():
+def test_check_epanechnikov_names_an_answer_that_changes_u_in_place():
     def in_place(u):
-        u.pow_(2)  # squares the grid it was given: the check must compare against its own copy
+        u.pow_(2)  # squares the grid it was given: right values, but the caller's tensor is changed
         return 0.75 * torch.clamp(1 - u, min=0)
 
-    assert_correct(check_epanechnikov(in_place))
+    assert_hint(check_epanechnikov(in_place), "changed its input u in place")
+
+
+def test_check_epanechnikov_nan_is_named():
+    assert_hint(check_epanechnikov(lambda u: torch.where(u.abs() < 0.5, math.nan, _right(u))), "NaN")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -171,6 +196,27 @@ def _nw_in_place(q, k, v, h, mask=None):
     return _nw_right(q + k.mean(), k, v, h, mask)
 
 
+def _nw_zeroes_keys(q, k, v, h, mask=None):
+    k.zero_()  # a reference computed after this call, from the same tensors, would agree with it
+    return _nw_right(q, k, v, h, mask)
+
+
+def _nw_finite_fill(q, k, v, h, mask=None):
+    scores = _nw_scores(q, k, h, None)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, -1e9)  # finite: a row with no key gets equal weights, not zeros
+    w = torch.softmax(scores, dim=-1)
+    return w @ v, w
+
+
+def _nw_finite_penalty(q, k, v, h, mask=None):
+    scores = _nw_scores(q, k, h, None)
+    if mask is not None:
+        scores = scores + (~mask) * -1e9  # lowers masked scores: a row with no key keeps its Gaussian weights
+    w = torch.softmax(scores, dim=-1)
+    return w @ v, w
+
+
 @pytest.mark.parametrize("fn", [_nw_right, _nw_right_with_where, _nw_reference])
 def test_check_nw_pooling_right_answer(fn):
     assert_correct(check_nw_pooling(fn), "hidden case")
@@ -202,7 +248,10 @@ def test_check_nw_pooling_right_answer(fn):
             ["weights", "torch.Tensor", "list"],
             id="list-weights",
         ),
-        pytest.param(_nw_in_place, ["changed one of its inputs"], id="in-place"),
+        pytest.param(_nw_in_place, ["changed its input queries in place"], id="in-place"),
+        pytest.param(_nw_zeroes_keys, ["changed its input keys in place"], id="zeroes-keys"),
+        pytest.param(_nw_finite_fill, ["all False", "finite fill", "-inf", "zero weights"], id="finite-fill"),
+        pytest.param(_nw_finite_penalty, ["all False", "finite fill", "-inf"], id="finite-penalty"),
         pytest.param(_nw_nan_on_empty_row, ["all False", "NaN", "zero weights"], id="nan-empty-row"),
         pytest.param(_nw_reversed, ["polarity is reversed"], id="reversed-mask"),
         pytest.param(lambda q, k, v, h, mask=None: _nw_right(q, k, v, h), ["ignore the mask"], id="no-mask"),

@@ -95,7 +95,11 @@ def test_check_lagrange_weight_accepts_a_float32_computation(answer):
         pytest.param(_basis(5, 3.5), ["off by one", "x_4 = 4.2", "index 4"], id="l_6"),
         pytest.param(1 / L5, ["upside down", "x - x_j on top"], id="reciprocal"),
         pytest.param(-L5, ["multiply (3.5 - x_j) / (x_4 - x_j)"], id="sign"),
-        pytest.param(8.0, ["multiply (3.5 - x_j) / (x_4 - x_j)"], id="rounded"),
+        pytest.param(8.0, ["multiply (3.5 - x_j) / (x_4 - x_j)"], id="rounded-to-units"),
+        pytest.param(8.08, ["close", "decimals"], id="rounded-to-2-decimals"),
+        pytest.param(8.1, ["close", "rounded to 1 decimal"], id="rounded-to-1-decimal"),
+        pytest.param(math.nan, ["NaN"], id="nan"),
+        pytest.param(math.inf, ["infinity"], id="inf"),
         pytest.param(1.0, ["multiply (3.5 - x_j) / (x_4 - x_j)"], id="one"),
     ],
 )
@@ -129,6 +133,7 @@ def test_check_nearest_neighbour_limit_agrees_with_a_tiny_bandwidth():
         pytest.param(torch.tensor(Y_POINTS).mean(), ["h -> infinity", "average pooling"], id="mean-float32"),
         pytest.param(4.65, ["all weight on the key", "nearest"], id="between"),
         pytest.param(0.0, ["all weight on the key", "nearest"], id="zero"),
+        pytest.param(math.nan, ["NaN"], id="nan"),
     ],
 )
 def test_check_nearest_neighbour_limit_hints(answer, words):
@@ -156,6 +161,7 @@ def test_check_convex_bound_right_answer(answer):
         pytest.param(5.59, ["which y_i is largest"], id="just-below"),
         pytest.param(3.7, ["which y_i is largest"], id="second-largest"),
         pytest.param(sum(Y_POINTS) / 10, ["which y_i is largest"], id="mean"),
+        pytest.param(math.nan, ["NaN"], id="nan"),
     ],
 )
 def test_check_convex_bound_hints(answer, words):
@@ -212,6 +218,9 @@ def test_check_chebyshev_nodes_right_answer(answer):
             ["x_k = (a + b)/2"],
             id="other",
         ),
+        pytest.param(torch.tensor(CHEBYSHEV_20).round(decimals=3), ["close", "decimals"], id="rounded-to-3-decimals"),
+        pytest.param(torch.tensor(CHEBYSHEV_20).round(decimals=2), ["close", "decimals"], id="rounded-to-2-decimals"),
+        pytest.param(torch.tensor([math.nan] + CHEBYSHEV_20[1:]), ["NaN"], id="nan"),
     ],
 )
 def test_check_chebyshev_nodes_hints(answer, words):

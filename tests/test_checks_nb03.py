@@ -67,6 +67,9 @@ def test_check_scaled_scores_right_answer(answer):
         ),
         pytest.param(torch.tensor([[-v for v in SCALED]]), ["(query . key) / sqrt(D)", "D = 2"], id="sign"),
         pytest.param(torch.zeros(1, 3), ["(query . key) / sqrt(D)"], id="zeros"),
+        pytest.param(torch.tensor([[0.707, 1.414, 2.121]]), ["close", "decimals"], id="rounded-to-3-decimals"),
+        pytest.param(torch.tensor([[0.71, 1.41, 2.12]]), ["close", "decimals"], id="rounded-to-2-decimals"),
+        pytest.param(torch.tensor([[math.nan, 1.4142, 2.1213]]), ["NaN"], id="nan"),
     ],
 )
 def test_check_scaled_scores_hints(answer, words):
@@ -147,7 +150,18 @@ def _in_place(q, k):
         pytest.param(lambda q, k: _dot_right(q, k)[0], ["expected shape"], id="shape"),
         pytest.param(lambda q, k: _dot_right(q, k).tolist(), ["torch.Tensor"], id="list"),
         pytest.param(lambda q, k: _dot_right(q, k).round(), ["one entry by hand"], id="rounded"),
-        pytest.param(_in_place, ["modified its input"], id="in-place"),
+        pytest.param(_in_place, ["changed its input queries in place"], id="in-place"),
+        pytest.param(
+            lambda q, k: torch.bmm(q, k.transpose(1, 2)) / math.isqrt(q.shape[-1]),
+            ["whole number 2", "D = 6", "not math.isqrt(D)"],
+            id="isqrt",
+        ),
+        pytest.param(
+            lambda q, k: torch.bmm(q, k.transpose(1, 2)) / math.sqrt(8),
+            ["divided by 2.828", "D = 6", "queries.shape[-1]"],
+            id="fixed-d",
+        ),
+        pytest.param(lambda q, k: _dot_right(q, k) / 0, ["infinity"], id="inf"),
     ],
 )
 def test_check_dot_scores_fn_hints(fn, words):
@@ -160,6 +174,23 @@ def test_check_dot_scores_fn_cases_are_hidden_and_not_square():
     seen = []
     check_dot_scores_fn(lambda q, k: seen.append((tuple(q.shape), tuple(k.shape))) or _dot_right(q, k))
     assert len(seen) == 3 and all(q[1] != k[1] for q, k in seen)
+    sizes = [q[-1] for q, _ in seen]
+    assert len(set(sizes)) == len(sizes) and any(math.isqrt(d) ** 2 != d for d in sizes)
+
+
+@pytest.mark.parametrize("d", [4, 9, 16])
+def test_check_dot_scores_fn_a_scale_fixed_at_one_d_does_not_pass(d):
+    assert_hint(check_dot_scores_fn(lambda q, k: torch.bmm(q, k.transpose(1, 2)) / math.sqrt(d)), "queries.shape[-1]")
+
+
+def test_check_dot_scores_fn_reference_comes_from_the_original_inputs():
+    """A function that empties its keys and returns the scores of those empty keys: named, never marked right."""
+
+    def zero_keys(q, k):
+        k.zero_()
+        return _dot_right(q, k)
+
+    assert_hint(check_dot_scores_fn(zero_keys), "changed its input keys in place")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -215,7 +246,7 @@ def test_check_additive_scores_fn_right_answer(fn):
         pytest.param(lambda q, k, wq, wk, wv: _additive_right(q, k, wq, wk, wv)[:, 0], ["expected shape"], id="shape"),
         pytest.param(
             lambda q, k, wq, wk, wv: _additive_right(q, k, wq, wk, wv.mul_(2)) / 2,
-            ["modified its input"],
+            ["changed its input w_v in place"],
             id="in-place",
         ),
     ],

@@ -9,7 +9,19 @@ import torch
 
 from .._validate import require_sequence
 from ..kernels import epanechnikov, nadaraya_watson
-from ._feedback import Feedback, _close, _function_answer, _hint, _number, _ok, _tensor_answer, _tensor_problem
+from ._feedback import (
+    Feedback,
+    _call_on_copies,
+    _close,
+    _function_answer,
+    _hint,
+    _not_finite,
+    _number,
+    _ok,
+    _rounded,
+    _tensor_answer,
+    _tensor_problem,
+)
 
 __all__ = [
     "check_nw_weights",
@@ -28,8 +40,12 @@ def check_nw_weights(weights) -> Feedback:
     d2 = (NW_QUERY - keys) ** 2
     if not weights.is_floating_point():
         return _hint(f"weights are fractions: use a floating-point tensor, got {weights.dtype}.")
-    if _close(weights, torch.softmax(-d2 / 2, 0)):
+    right = torch.softmax(-d2 / 2, 0)
+    if _close(weights, right):
         return _ok("the key at the query's own position gets the most weight; the far key at 4.0 the least.")
+    for hint in (_not_finite(weights, "your weights"), _rounded(weights, right)):
+        if hint is not None:
+            return hint
     if _close(weights, torch.exp(-d2 / 2)) or _close(weights, torch.exp(-d2 / 2) / math.sqrt(2 * math.pi)):
         return _hint("these are the kernel values; divide by their sum (softmax) so the weights sum to 1.")
     if _close(weights, torch.softmax(d2 / 2, 0)):
@@ -59,6 +75,9 @@ def check_pooling_limit(answer, y_train: torch.Tensor) -> Feedback:
             f"with a huge bandwidth every key gets weight 1/n, so every prediction is the mean {target:.4f}: "
             "average pooling."
         )
+    for hint in (_not_finite(torch.tensor(value), "your number"), _rounded(value, target)):
+        if hint is not None:
+            return hint
     if math.isclose(value, float(y_train.median()), rel_tol=1e-4, abs_tol=1e-4):
         return _hint("that is the median; with equal weights 1/n the weighted sum is a different statistic.")
     return _hint(
@@ -70,16 +89,17 @@ def check_pooling_limit(answer, y_train: torch.Tensor) -> Feedback:
 def check_epanechnikov(fn: Callable[[torch.Tensor], torch.Tensor] | None) -> Feedback:
     """A function ``u -> K(u)`` equal to the Epanechnikov density ``3/4 (1 - u^2)`` on [-1, 1], 0 elsewhere."""
     u = torch.linspace(-2, 2, 81, dtype=torch.float64)
-    try:
-        got = fn(u.clone())
-    except Exception as error:  # report any failure as a hint, not a traceback
-        return _hint(f"calling your function on a tensor of u values raised {type(error).__name__}: {error}")
-    problem = _tensor_problem(got, tuple(u.shape), "a tensor of K(u) values shaped like u")
+    want = epanechnikov(u)  # the reference first, from the original grid
+    got, problem = _call_on_copies(fn, {"u": u})
+    if problem is None:
+        problem = _tensor_problem(got, tuple(u.shape), "a tensor of K(u) values shaped like u")
     if problem is not None:
         return problem
-    want = epanechnikov(u)
     if _close(got, want):
         return _ok("the weight falls from 3/4 at u = 0 to exactly 0 at |u| = 1 and stays 0 beyond.")
+    hint = _not_finite(got, "your K(u)")
+    if hint is not None:
+        return hint
     outside = u.abs() > 1
     if (got[outside] < -1e-9).any():
         return _hint("the kernel is negative for |u| > 1: clip it at 0 there (torch.clamp(..., min=0)).")
@@ -128,14 +148,13 @@ def check_nw_pooling(fn) -> Feedback:
     """
     for name, queries, keys, values, h, mask in _pooling_cases():
         num_q, num_k = len(queries), len(keys)
-        inputs = (queries, keys, values) if mask is None else (queries, keys, values, mask)
-        copies = [t.clone() for t in inputs]
-        try:
-            result = fn(*copies[:3], h) if mask is None else fn(*copies[:3], h, mask=copies[3])
-        except Exception as error:  # report any failure as a hint, not a traceback
-            return _hint(f"on a case with {name}, your function raised {type(error).__name__}: {error}")
-        if any(not torch.equal(c, t) for c, t in zip(copies, inputs, strict=True)):
-            return _hint("your function changed one of its inputs in place; compute new tensors instead.")
+        want_pred, want = nadaraya_watson(queries, keys, values, "gaussian", h, mask)  # the reference first
+        inputs = {"queries": queries, "keys": keys, "values": values, "bandwidth": h}
+        if mask is not None:
+            inputs["mask"] = mask  # passed fifth, by position: my_nw_pooling(queries, keys, values, bandwidth, mask)
+        result, problem = _call_on_copies(fn, inputs)
+        if problem is not None:
+            return _hint(f"on a case with {name}, {problem.message}")
         if not (isinstance(result, tuple) and len(result) == 2):
             return _hint(f"return two things, (predictions, weights); got {type(result).__name__}.")
         pred, weights = result
@@ -151,7 +170,6 @@ def check_nw_pooling(fn) -> Feedback:
                 return _hint(
                     f"{what}: expected shape {shape} for {num_q} queries and {num_k} keys, got {tuple(got.shape)}."
                 )
-        want_pred, want = nadaraya_watson(queries, keys, values, "gaussian", h, mask)
         if mask is not None and _close(weights.nan_to_num(0.0), _masked_softmax(queries, keys, h, ~mask)):
             return _hint(
                 "the mask polarity is reversed: True means 'may attend', so fill the scores where mask is False."
@@ -165,6 +183,12 @@ def check_nw_pooling(fn) -> Feedback:
             return _hint(f"NaN in your output on a case with {name}.")
         if _close(weights, want) and _close(pred, want_pred):
             continue
+        if mask is not None and _finite_fill(weights, want, mask):
+            return _hint(
+                "the query whose mask row is all False still gets weights that sum to 1: a finite fill such as -1e9 "
+                "leaves softmax something to spread. Fill with -inf, then give that row zero weights and the "
+                "prediction 0 (it has nothing to attend to)."
+            )
         return _pooling_hint(name, queries, keys, values, h, mask, pred, weights, want)
     return _ok(
         "your pooling matches attn_course.nadaraya_watson on every hidden case, masks and an empty row included."
@@ -196,6 +220,14 @@ def _pooling_hint(name, queries, keys, values, h, mask, pred, weights, want) -> 
     if _close(weights, torch.exp(-d2 / (2 * h**2)) * allowed):
         return _hint("these are kernel values: divide each row by its sum (softmax) so the weights sum to 1.")
     return _hint(f"your weights differ from Nadaraya-Watson's on a case with {name}: compare one row by hand.")
+
+
+def _finite_fill(weights: torch.Tensor, want: torch.Tensor, mask: torch.Tensor) -> bool:
+    """Whether the weights are right on every row with a key to attend to, and sum to 1 on an all-False row."""
+    empty = ~mask.any(-1)  # (Q,)
+    if not bool(empty.any()) or not _close(weights[~empty], want[~empty]):
+        return False
+    return _close(weights[empty].sum(-1), torch.ones(int(empty.sum()), dtype=torch.float64))
 
 
 def _masked_softmax(queries: torch.Tensor, keys: torch.Tensor, h: float, allowed: torch.Tensor) -> torch.Tensor:

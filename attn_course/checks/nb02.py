@@ -7,7 +7,7 @@ import math
 import torch
 
 from ..data import lagrange_points
-from ._feedback import Feedback, _close, _hint, _number_answer, _ok, _tensor_problem
+from ._feedback import Feedback, _close, _hint, _not_finite, _number_answer, _ok, _rounded, _tensor_problem
 
 __all__ = ["check_lagrange_weight", "check_nearest_neighbour_limit", "check_convex_bound", "check_chebyshev_nodes"]
 
@@ -23,11 +23,21 @@ def check_lagrange_weight(answer: float) -> Feedback:
     target = basis(4, 3.5)
     if math.isclose(answer, target, rel_tol=1e-4, abs_tol=1e-9):
         return _ok(f"l_4(3.5) = {target:.4f}: the weight that the query 3.5 gives to x_4 = 4.2, far above 1.")
+    hint = _number_problem(answer, target)
+    if hint is not None:
+        return hint
     if math.isclose(answer, basis(5, 3.5), rel_tol=1e-4) or math.isclose(answer, basis(3, 3.5), rel_tol=1e-4):
         return _hint("off by one: l_4 belongs to x_4 = 4.2, index 4 counting from 0 (the first point is x_0 = 1.1).")
     if math.isclose(answer, 1 / target, rel_tol=1e-4):
         return _hint("upside down: the factors are (x - x_j) / (x_4 - x_j), x - x_j on top.")
     return _hint("multiply (3.5 - x_j) / (x_4 - x_j) over every j except j = 4 itself.")
+
+
+def _number_problem(answer: float, right: float) -> Feedback | None:
+    """The hint for a NaN or infinite number, or for the right number rounded; else None."""
+    if not math.isfinite(answer):
+        return _not_finite(torch.tensor(answer), "your number")
+    return _rounded(answer, right)
 
 
 @_number_answer("the limit as a number")
@@ -37,6 +47,8 @@ def check_nearest_neighbour_limit(answer: float) -> Feedback:
     target = float(y[torch.argmin((x - 6.0).abs())])
     if math.isclose(answer, target, abs_tol=1e-6):
         return _ok(f"as h -> 0 all weight goes to the nearest key, x = 5.1, so the prediction is its value {target}.")
+    if math.isnan(answer):
+        return _not_finite(torch.tensor(answer), "your number")
     if math.isclose(answer, float(y[8]), abs_tol=1e-6):
         return _hint("6.0 is 0.9 from x = 5.1 and 1.1 from x = 7.1: which one is nearest?")
     if math.isclose(answer, float(y.mean()), abs_tol=1e-6):
@@ -50,6 +62,8 @@ def check_convex_bound(answer: float) -> Feedback:
     y = lagrange_points()[1]
     if math.isclose(answer, float(y.max()), abs_tol=1e-6):
         return _ok("a convex combination of the y_i never exceeds max y_i = 5.6 (it gets close as h -> 0 at x = 5.1).")
+    if math.isnan(answer):
+        return _not_finite(torch.tensor(answer), "your number")
     if answer > float(y.max()):
         return _hint("Gaussian weights are positive and sum to 1: can a weighted average exceed the largest value?")
     return _hint("some x and h bring the estimate closer to one of the y_i than this: which y_i is largest?")
@@ -62,6 +76,9 @@ def check_chebyshev_nodes(nodes, n: int = 20, a: float = 0.0, b: float = 5.0) ->
         return problem
     if not nodes.is_floating_point():
         return _hint(f"nodes are fractions: use a floating-point tensor, got {nodes.dtype}.")
+    hint = _not_finite(nodes, "your nodes")
+    if hint is not None:
+        return hint
     got = torch.sort(nodes.detach().double()).values
     k = torch.arange(n, dtype=torch.float64)  # counted from 0
     unit = torch.cos((2 * k + 1) * math.pi / (2 * n))  # (n,) on [-1, 1]
@@ -75,6 +92,9 @@ def check_chebyshev_nodes(nodes, n: int = 20, a: float = 0.0, b: float = 5.0) ->
             f"the nodes are {float(gaps.min()):.3f} apart near the ends and {float(gaps.max()):.3f} in the middle: "
             "they crowd where evenly spaced interpolation runs away."
         )
+    hint = _rounded(got, on_ab(unit))
+    if hint is not None:
+        return hint
     if _close(got, torch.sort(unit).values):
         return _hint(f"these nodes lie on [-1, 1]: map them to [{a:g}, {b:g}] with (a + b)/2 + (b - a)/2 cos(...).")
     if _close(got, torch.linspace(a, b, n, dtype=torch.float64)):

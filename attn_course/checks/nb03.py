@@ -10,7 +10,18 @@ import math
 
 import torch
 
-from ._feedback import Feedback, _close, _function_answer, _hint, _number_answer, _ok, _tensor_problem
+from ._feedback import (
+    Feedback,
+    _call_on_copies,
+    _close,
+    _function_answer,
+    _hint,
+    _not_finite,
+    _number_answer,
+    _ok,
+    _rounded,
+    _tensor_problem,
+)
 
 __all__ = [
     "check_scaled_scores",
@@ -40,6 +51,9 @@ def check_scaled_scores(scores) -> Feedback:
     raw = q @ k.T
     if _close(scores, raw / math.sqrt(2)):
         return _ok("q . k / sqrt(2) = [0.7071, 1.4142, 2.1213]: the key most aligned with the query scores highest.")
+    for hint in (_not_finite(scores, "your scores"), _rounded(scores, raw / math.sqrt(2))):
+        if hint is not None:
+            return hint
     if _close(scores, raw):
         return _hint("these are the plain dot products: divide by sqrt(D), with D = 2.")
     if _close(scores, raw / 2):
@@ -85,21 +99,21 @@ def check_attention_memory(answer) -> Feedback:
     return _hint("bytes = B * Q * K (* U for the hidden tensor) * 4 for float32; divide by 2**20 for MiB.")
 
 
-def _call(fn, args: tuple, described: str) -> tuple[object, Feedback | None]:
-    """Run the learner's function on clones of ``args``; a hint if it raises or modifies its inputs."""
-    copies = tuple(a.clone() for a in args)
-    try:
-        result = fn(*copies)
-    except Exception as error:  # report any failure as a hint, not a traceback
-        return None, _hint(f"calling your function on {described} raised {type(error).__name__}: {error}")
-    if any(not torch.equal(a, c) for a, c in zip(args, copies, strict=True)):
-        return None, _hint("your function modified its input tensors; compute new tensors instead (no in-place ops).")
+def _call(fn, args: dict, described: str) -> tuple[object, Feedback | None]:
+    """The learner's function on copies of ``args`` (``_call_on_copies``); a hint naming the case if it raises or
+    changes an input in place."""
+    result, problem = _call_on_copies(fn, args)
+    if problem is not None:
+        return None, _hint(f"on {described}, {problem.message}")
     return result, None
+
+
+_DOT_SIZES = ((2, 3, 5, 6), (1, 6, 2, 11), (3, 4, 7, 16))  # (B, Q, K, D): Q != K, D not all perfect squares
 
 
 def _dot_cases():
     gen = torch.Generator().manual_seed(_HIDDEN_SEED)
-    for batch, num_q, num_k, d in ((2, 3, 5, 4), (1, 6, 2, 9), (3, 4, 7, 16)):
+    for batch, num_q, num_k, d in _DOT_SIZES:
         queries = torch.randn(batch, num_q, d, generator=gen) * 2
         keys = torch.randn(batch, num_k, d, generator=gen) * 2
         yield queries, keys
@@ -111,11 +125,11 @@ def check_dot_scores_fn(fn) -> Feedback:
     compared with ``queries @ keys^T / sqrt(D)`` on hidden random cases (Q != K, several D)."""
     for queries, keys in _dot_cases():
         (b, q, d), k = queries.shape, keys.shape[1]
-        scores, problem = _call(fn, (queries, keys), f"queries {(b, q, d)} and keys {(b, k, d)}")
+        raw = torch.matmul(queries, keys.transpose(-2, -1))  # (B, Q, D) x (B, D, K) -> (B, Q, K): the reference first
+        want = raw / math.sqrt(d)
+        scores, problem = _call(fn, {"queries": queries, "keys": keys}, f"queries {(b, q, d)} and keys {(b, k, d)}")
         if problem is not None:
             return problem
-        raw = torch.matmul(queries, keys.transpose(-2, -1))  # (B, Q, K)
-        want = raw / math.sqrt(d)
         if isinstance(scores, torch.Tensor) and tuple(scores.shape) == (b, k, q):
             return _hint(
                 f"transposed: for queries {(b, q, d)} and keys {(b, k, d)} the scores are (B, Q, K) = "
@@ -128,6 +142,9 @@ def check_dot_scores_fn(fn) -> Feedback:
             return _hint(f"scores must be floating point, got {scores.dtype}.")
         if _close(scores, want):
             continue
+        hint = _not_finite(scores, "your scores")
+        if hint is not None:
+            return hint
         if _close(scores, raw):
             return _hint("missing the 1/sqrt(D) scale: these are the plain dot products.")
         if _close(scores, raw / d):
@@ -136,8 +153,32 @@ def check_dot_scores_fn(fn) -> Feedback:
             return _hint("wrong scale: D is the size of each query and key (the last axis), not a number of tokens.")
         if _close(scores, torch.softmax(want, dim=-1)):
             return _hint("these are the weights (softmax applied); return the scores that go into the softmax.")
+        scale = _one_scale(raw, scores)
+        if scale is not None and abs(scale - round(scale)) < 1e-6:
+            return _hint(
+                f"you divided by the whole number {round(scale)}, but D = {d} here and sqrt({d}) = {math.sqrt(d):.4g}: "
+                "divide by math.sqrt(D) (not math.isqrt(D), not a fixed number), with D read from the inputs "
+                "(queries.shape[-1])."
+            )
+        if scale is not None:
+            return _hint(
+                f"you divided by {scale:.4g}, but D = {d} here, so the scale is sqrt({d}) = {math.sqrt(d):.4g}: "
+                "read D from the inputs (queries.shape[-1]) instead of fixing it."
+            )
         return _hint("scores[b, i, j] = queries[b, i] . keys[b, j] / sqrt(D); compare with one entry by hand.")
-    return _ok("your scores match queries @ keys^T / sqrt(D) on 3 hidden cases with Q != K and D in 4, 9, 16.")
+    sizes = ", ".join(str(d) for *_, d in _DOT_SIZES)
+    return _ok(
+        f"your scores match queries @ keys^T / sqrt(D) on {len(_DOT_SIZES)} hidden cases with Q != K and D in {sizes}."
+    )
+
+
+def _one_scale(raw: torch.Tensor, scores: torch.Tensor) -> float | None:
+    """The number c with scores = raw / c on every entry, when there is one (a fixed scale); else None."""
+    total = float(scores.double().abs().sum())
+    if total == 0:
+        return None
+    scale = float(raw.abs().sum()) / total
+    return scale if _close(scores, raw / scale) else None
 
 
 def _additive_cases():
@@ -158,21 +199,22 @@ def check_additive_scores_fn(fn) -> Feedback:
     hidden random cases (Dq != Dk, Q != K)."""
     for queries, keys, w_q, w_k, w_v in _additive_cases():
         (b, q, dq), (k, dk), units = queries.shape, keys.shape[1:], w_v.shape[0]
-        described = f"queries {(b, q, dq)}, keys {(b, k, dk)}, w_q {(units, dq)}, w_k {(units, dk)}, w_v {(units,)}"
-        scores, problem = _call(fn, (queries, keys, w_q, w_k, w_v), described)
-        if problem is not None:
-            if "raised" in problem.message and "shape" in problem.message:
-                return _hint(problem.message + " (w_q is (U, Dq): project with queries @ w_q.T)")
-            return problem
         mlp = torch.nn.Sequential(
             torch.nn.Linear(dq + dk, units, bias=False), torch.nn.Tanh(), torch.nn.Linear(units, 1, bias=False)
         )
-        with torch.no_grad():
+        with torch.no_grad():  # the reference first, from the original inputs
             mlp[0].weight.copy_(torch.cat([w_q, w_k], dim=1))  # (U, Dq + Dk): the MLP on [q; k]
             mlp[2].weight.copy_(w_v.unsqueeze(0))  # (1, U)
             pairs = torch.cat([queries.unsqueeze(2).expand(b, q, k, dq), keys.unsqueeze(1).expand(b, q, k, dk)], -1)
             want = mlp(pairs).squeeze(-1)  # (B, Q, K, Dq + Dk) -> (B, Q, K)
             linear = (queries @ w_q.T).unsqueeze(2) + (keys @ w_k.T).unsqueeze(1)  # (B, Q, K, U)
+        described = f"queries {(b, q, dq)}, keys {(b, k, dk)}, w_q {(units, dq)}, w_k {(units, dk)}, w_v {(units,)}"
+        inputs = {"queries": queries, "keys": keys, "w_q": w_q, "w_k": w_k, "w_v": w_v}
+        scores, problem = _call(fn, inputs, described)
+        if problem is not None:
+            if "raised" in problem.message and "shape" in problem.message:
+                return _hint(problem.message + " (w_q is (U, Dq): project with queries @ w_q.T)")
+            return problem
         if isinstance(scores, torch.Tensor) and tuple(scores.shape) == (b, k, q):
             return _hint(
                 f"transposed: the scores are (B, Q, K) = {(b, q, k)}, one row per query; you returned "
@@ -185,6 +227,9 @@ def check_additive_scores_fn(fn) -> Feedback:
             return problem
         if _close(scores, want):
             continue
+        hint = _not_finite(scores, "your scores")
+        if hint is not None:
+            return hint
         if _close(scores, linear @ w_v):
             return _hint("missing the tanh: without it the score is linear, w_v . (W_q q + W_k k).")
         if _close(scores, torch.tanh(linear @ w_v)):
