@@ -73,8 +73,37 @@ def test_check_alignment_position_hints(answer, words):
     assert_hint(check_alignment_position(answer), *words)
 
 
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        pytest.param(
+            lambda t, length: torch.arange(length - 1, -1, -1),
+            ["should return one number", "got a Tensor of 2 numbers", "one t at a time"],
+            id="tensor-of-all-positions",
+        ),
+        pytest.param(
+            lambda t, length: np.arange(length)[::-1].copy(), ["one number", "got a ndarray of 2 numbers"], id="ndarray"
+        ),
+        pytest.param(lambda t, length: [length - 1 - t], ["one number", "not a list"], id="list"),
+        pytest.param(lambda t, length: (length - 1 - t, t), ["one number", "not a tuple"], id="tuple"),
+        pytest.param(lambda t, length: float("nan"), ["position(0, 1) gave nan"], id="nan"),
+        pytest.param(lambda t, length: str(length - 1 - t), ["position(0, 1) gave '0'"], id="str"),
+    ],
+)
+def test_check_alignment_position_answers_that_are_not_one_number_get_a_hint(answer, words):
+    """A function that returns a vector used to crash the check with a raw RuntimeError (a tensor's truth value)."""
+    assert_hint(check_alignment_position(answer), *words)
+
+
+def test_check_alignment_position_says_nothing_that_depends_on_a_trained_model():
+    """Where a trained model reads at the <eos> step changes with the seed: the verdict names no position there."""
+    feedback = check_alignment_position(lambda t, length: length - 1 - t)
+    assert_correct(feedback, "no particular source position", "its own choice")
+    assert "position 0" not in feedback.message
+
+
 def test_check_alignment_position_never_asks_for_the_eos_step():
-    """Notebook 07's trained model reads position 0 at <eos>: the check does not call position(L, L)."""
+    """No source position holds what the <eos> step needs: the check does not call position(L, L)."""
     asked = []
 
     def position(t, length):
@@ -146,6 +175,16 @@ def _in_place(query, states, src_len, W_q, W_k, w_v):
     return _bahdanau(query, states, src_len, W_q, W_k, w_v)
 
 
+def _masks_src_len_in_place(query, states, src_len, W_q, W_k, w_v):
+    src_len.fill_(states.shape[1])  # every position valid: the padding gets weight
+    return _bahdanau(query, states, src_len, W_q, W_k, w_v)
+
+
+def _zeroes_w_v_in_place(query, states, src_len, W_q, W_k, w_v):
+    w_v.zero_()  # every score 0: uniform weights over the valid positions
+    return _bahdanau(query, states, src_len, W_q, W_k, w_v)
+
+
 @pytest.mark.parametrize(
     "answer, words",
     [
@@ -183,11 +222,50 @@ def _in_place(query, states, src_len, W_q, W_k, w_v):
         pytest.param(
             lambda *a: (_bahdanau(*a)[0][None], _bahdanau(*a)[1]), ["context should have shape (B, U)"], id="context-3d"
         ),
-        pytest.param(_in_place, ["modified one of its inputs"], id="in-place"),
+        pytest.param(_in_place, ["changed its input query in place"], id="in-place"),
+        pytest.param(_masks_src_len_in_place, ["changed its input src_len in place"], id="src-len-in-place"),
+        pytest.param(_zeroes_w_v_in_place, ["changed its input w_v in place"], id="w-v-zeroed"),
+        pytest.param(
+            lambda *a: (_bahdanau(*a)[0], _bahdanau(*a)[1].round(decimals=3)),
+            ["close", "rounded to 3 decimals"],
+            id="weights-rounded",
+        ),
+        pytest.param(
+            lambda *a: (_bahdanau(*a)[0].round(decimals=2), _bahdanau(*a)[1]),
+            ["close", "rounded to 2 decimals"],
+            id="context-rounded",
+        ),
+        pytest.param(
+            lambda *a: (_bahdanau(*a)[0], torch.full_like(_bahdanau(*a)[1], float("nan"))),
+            ["your weights holds NaN", "polarity"],
+            id="nan-weights",
+        ),
+        pytest.param(
+            lambda *a: (torch.full_like(_bahdanau(*a)[0], float("inf")), _bahdanau(*a)[1]),
+            ["your context holds infinity"],
+            id="inf-context",
+        ),
     ],
 )
 def test_check_bahdanau_step_hints(answer, words):
     assert_hint(check_bahdanau_step(answer), *words)
+
+
+def test_check_bahdanau_step_reference_comes_from_the_untouched_inputs():
+    """A function that zeroes w_v in place and returns uniform weights would match a reference computed afterwards
+    from the changed inputs; the check computes it first and names the change."""
+    feedback = check_bahdanau_step(_zeroes_w_v_in_place)
+    assert_hint(feedback, "w_v", "in place")
+    assert "match the reference" not in feedback.message
+
+
+def test_check_bahdanau_step_hidden_sizes_vary():
+    """Different U and A from case to case, not all perfect squares: a hard-coded size or sqrt fails somewhere."""
+    from attn_course.checks.nb07 import _step_cases
+
+    sizes = [(states.shape[-1], W_q.shape[0]) for _, states, _, W_q, _, _ in _step_cases()]
+    assert len({u for u, _ in sizes}) == len(sizes) and len({a for _, a in sizes}) > 2
+    assert any(int(u**0.5) ** 2 != u for u, _ in sizes)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -224,6 +302,7 @@ def test_check_context_right_answer(answer):
         pytest.param(CONTEXT_STATES[1], ["sum weight_j * h_j"], id="argmax-state"),
         pytest.param(CONTEXT_STATES.sum(0), ["sum weight_j * h_j"], id="sum"),
         pytest.param(torch.tensor([2.2, 0.9]), ["sum weight_j * h_j"], id="swapped"),
+        pytest.param(torch.tensor([float("nan"), 2.2]), ["your context holds NaN"], id="nan"),
     ],
 )
 def test_check_context_hints(answer, words):
@@ -270,6 +349,7 @@ def test_check_memory_size_agrees_with_the_encoder():
         pytest.param(13, ["count the encoder states", "times their size U"], id="states-only"),
         pytest.param(2 * 832, ["count the encoder states"], id="double"),
         pytest.param(0, ["count the encoder states"], id="zero"),
+        pytest.param(float("nan"), ["your count is nan", "whole number"], id="nan"),
     ],
 )
 def test_check_memory_size_hints(answer, words):

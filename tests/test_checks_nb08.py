@@ -51,6 +51,10 @@ def test_check_layer_norm_right_answer(answer):
         pytest.param((LN_X - 3.0) / 3.5, ["subtract the mean", "standard deviation"], id="divided-by-variance"),
         pytest.param(LN_X / LN_X.norm(), ["subtract the mean"], id="unit-norm"),
         pytest.param(LN_X, ["subtract the mean"], id="input"),
+        pytest.param(LN_RIGHT.round(decimals=2), ["close", "rounded to 2 decimals"], id="rounded-2"),
+        pytest.param(LN_RIGHT.round(decimals=1), ["close", "rounded to 1 decimal"], id="rounded-1"),
+        pytest.param(torch.full((4,), float("nan")), ["your answer holds NaN"], id="nan"),
+        pytest.param((LN_X - 3.0) / 0.0, ["holds NaN"], id="divided-by-zero"),
     ],
 )
 def test_check_layer_norm_hints(answer, words):
@@ -90,6 +94,8 @@ def test_check_ffn_parameters_agrees_with_the_module():
         pytest.param(13 * FFN_PARAMS, ["does not depend on the length"], id="per-position-13"),
         pytest.param(32 * 64 + 64, ["two nn.Linear layers, 32 -> 64 and 64 -> 32"], id="one-layer"),
         pytest.param(0, ["two nn.Linear layers"], id="zero"),
+        pytest.param(float("nan"), ["your count is nan"], id="nan"),
+        pytest.param(float("inf"), ["your count is inf"], id="inf"),
     ],
 )
 def test_check_ffn_parameters_hints(answer, words):

@@ -2,11 +2,45 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
-from ._feedback import Feedback, _close, _function_answer, _hint, _number_answer, _ok, _tensor_answer
+from ._feedback import (
+    Feedback,
+    _call_on_copies,
+    _close,
+    _function_answer,
+    _hint,
+    _not_finite,
+    _number_answer,
+    _ok,
+    _rounded,
+    _tensor_answer,
+)
 
 __all__ = ["check_alignment_position", "check_context", "check_memory_size", "check_bahdanau_step"]
+
+
+def _one_position(got) -> float | Feedback | None:
+    """``got`` as one number, a hint when it is several numbers (a list, an array, a tensor of more than one entry),
+    or None when it is not a number at all (the caller names what it gave)."""
+    if isinstance(got, (bool, str)):
+        return None
+    size = getattr(got, "size", None)
+    count = got.numel() if isinstance(got, torch.Tensor) else (size if isinstance(size, int) else None)
+    if isinstance(got, (list, tuple)):
+        kind = type(got).__name__
+        return _hint(f"position(t, L) should return one number, the source position of step t, not a {kind}.")
+    if count is not None and count != 1:
+        return _hint(
+            f"position(t, L) should return one number, the source position of step t; got a {type(got).__name__} of "
+            f"{count} numbers. It is called with one t at a time."
+        )
+    try:
+        return float(got.item() if hasattr(got, "item") else got)
+    except (TypeError, ValueError, RuntimeError):
+        return None
 
 
 @_function_answer("a function position(t, L) that returns a source position", "a function position(t, L)")
@@ -14,25 +48,28 @@ def check_alignment_position(position) -> Feedback:
     """``position(t, L)``: the source position that digit step ``t`` should attend to when reversing ``L`` digits.
 
     The source is ``L`` digits then ``<eos>`` (positions 0 .. L); the output is the ``L`` reversed digits
-    (steps 0 .. L - 1) then ``<eos>``. Only the digit steps are checked: the ``<eos>`` step needs no particular
-    source position (notebook 07 finds that the trained model reads position 0 there).
+    (steps 0 .. L - 1) then ``<eos>``. Only the digit steps are checked: no source position holds what the
+    ``<eos>`` step needs, so no position is the right one there.
     """
     for length in range(1, 13):
         for t in range(length):
             want = length - 1 - t
             try:
-                got = position(t, length)
+                answer = position(t, length)
             except Exception as exc:  # the learner's code: report what it raised
                 return _hint(f"position({t}, {length}) raised {type(exc).__name__}: {exc}.")
-            if got != want:
+            got = _one_position(answer)
+            if isinstance(got, Feedback):
+                return got
+            if got is None or not math.isfinite(got) or got != want:
                 if got == length - t:
                     return _hint("off by one: positions count from 0, so the last digit is at L - 1.")
                 if got == t:
                     return _hint("that is copying (a diagonal); reversing reads the source from its end.")
-                return _hint(f"position({t}, {length}) gave {got!r}; step {t} writes digit number {t} from the end.")
+                return _hint(f"position({t}, {length}) gave {answer!r}; step {t} writes digit number {t} from the end.")
     return _ok(
-        "L - 1 - t for the digit steps: the anti-diagonal. The <eos> step needs no particular position "
-        "(the trained model reads position 0)."
+        "L - 1 - t for the digit steps: the anti-diagonal. The <eos> step needs no particular source position: "
+        "where a trained model reads there is its own choice."
     )
 
 
@@ -43,6 +80,9 @@ def check_context(context) -> Feedback:
     weights = torch.tensor([0.1, 0.7, 0.2], dtype=torch.float64)
     if _close(context, weights @ states):
         return _ok("0.1 * h_0 + 0.7 * h_1 + 0.2 * h_2 = [0.9, 2.2]: a weighted average of the encoder states.")
+    hint = _not_finite(context, "your context")
+    if hint is not None:
+        return hint
     if _close(context, states.sum(0) / 3):
         return _hint("that is the plain average; weight each state by its attention weight.")
     return _hint("sum weight_j * h_j over the three positions, one coordinate at a time.")
@@ -51,6 +91,8 @@ def check_context(context) -> Feedback:
 @_number_answer("a count of numbers")
 def check_memory_size(answer: float) -> Feedback:
     """How many numbers the attention decoder can read about a 12-digit source, with U = 64 hidden units."""
+    if not math.isfinite(answer):
+        return _hint(f"your count is {answer}; give a whole number of numbers.")
     if answer == 13 * 64:
         return _ok("13 states (12 digits and <eos>) of 64 numbers: 832, against 64 for the decoder without attention.")
     if answer == 12 * 64:
@@ -136,35 +178,42 @@ def check_bahdanau_step(step) -> Feedback:
     context (B, U) = ``sum_j weights_j states_j``. Run on hidden random cases, float64.
     """
     for args in _step_cases():
-        copies = [a.clone() for a in args]
+        want_context, want_weights = _bahdanau_reference(*args)  # from the originals, before the learner's code runs
         batch, length, size = args[1].shape
-        try:
-            result = step(*args)
-        except Exception as exc:  # the learner's code: report what it raised
-            return _hint(
-                f"on a case with B = {batch}, S = {length}, U = {size}, A = {args[3].shape[0]} it raised "
-                f"{type(exc).__name__}: {exc}. W_q is (A, U): W_q s is query @ W_q.T."
-            )
-        if any(not torch.equal(a, c) for a, c in zip(args, copies, strict=True)):
-            return _hint("your function modified one of its inputs in place; compute on new tensors.")
+        names = ("query", "states", "src_len", "W_q", "W_k", "w_v")
+        result, problem = _call_on_copies(step, dict(zip(names, args, strict=True)))
+        if problem is not None:
+            if problem.message.startswith("your function raised"):
+                return _hint(
+                    f"on a case with B = {batch}, S = {length}, U = {size}, A = {args[3].shape[0]} "
+                    f"{problem.message[len('your function ') :].rstrip('.')}. W_q is (A, U): W_q s is query @ W_q.T."
+                )
+            return problem
         if not (isinstance(result, tuple) and len(result) == 2 and all(isinstance(r, torch.Tensor) for r in result)):
             return _hint(f"return a tuple (context, weights) of two tensors, got {type(result).__name__}.")
-        context, weights = result
+        context, weights = (r.detach() for r in result)
         if tuple(weights.shape) != (batch, length):
             return _hint(f"weights should have shape (B, S) = {(batch, length)}, got {tuple(weights.shape)}.")
         if tuple(context.shape) != (batch, size):
             return _hint(f"context should have shape (B, U) = {(batch, size)}, got {tuple(context.shape)}.")
-        if not torch.isfinite(weights).all() or not torch.isfinite(context).all():
-            return _hint(
-                "NaN or infinity in the output: is the mask's polarity right (j < src_len may attend)? A row with "
-                "every position masked gives NaN."
-            )
-        want_context, want_weights = _bahdanau_reference(*args)
+        for tensor, what in ((weights, "your weights"), (context, "your context")):
+            hint = _not_finite(tensor, what)
+            if hint is not None:
+                return _hint(
+                    hint.message + " Here: is the mask's polarity right (j < src_len may attend)? A row whose every "
+                    "position is masked gives NaN."
+                )
         if not _close(weights, want_weights):
-            return _hint(_step_mistake(args, weights.detach().double()))
+            rounded = _rounded(weights, want_weights)
+            if rounded is not None:
+                return rounded
+            return _hint(_step_mistake(args, weights.double()))
         if not _close(context, want_context):
             if _close(context, args[1].mean(1)):
                 return _hint("the context is the plain average; weight each encoder state by its attention weight.")
+            rounded = _rounded(context, want_context)
+            if rounded is not None:
+                return rounded
             return _hint("the weights are right; the context is sum_j weights_j * states_j, shape (B, U).")
     return _ok(
         f"weights and context match the reference on {len(_STEP_CASES)} hidden cases, padding included: "

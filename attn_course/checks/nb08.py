@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
-from ._feedback import Feedback, _close, _hint, _number_answer, _ok, _tensor_answer
+from ._feedback import Feedback, _close, _hint, _not_finite, _number_answer, _ok, _rounded, _tensor_answer
 
 __all__ = ["check_layer_norm", "check_ffn_parameters", "check_causal_row"]
 
@@ -13,8 +15,12 @@ __all__ = ["check_layer_norm", "check_ffn_parameters", "check_causal_row"]
 def check_layer_norm(answer) -> Feedback:
     """Layer normalisation (no learned scale or shift, eps ignored) of x = [1, 2, 3, 6]."""
     x = torch.tensor([1.0, 2.0, 3.0, 6.0], dtype=torch.float64)
-    if _close(answer, (x - x.mean()) / x.std(correction=0), tol=1e-3):
+    right = (x - x.mean()) / x.std(correction=0)
+    if _close(answer, right, tol=1e-3):
         return _ok("mean 3, variance 3.5: (x - 3) / sqrt(3.5) = [-1.069, -0.535, 0, 1.604].")
+    for hint in (_not_finite(answer, "your answer"), _rounded(answer, right)):
+        if hint is not None:  # a Feedback is falsy when it is a hint: compare with None
+            return hint
     if _close(answer, (x - x.mean()) / x.std(correction=1), tol=1e-3):
         return _hint("layer norm divides by the population variance (divide by n = 4, not n - 1).")
     if _close(answer, x - x.mean(), tol=1e-3):
@@ -26,6 +32,8 @@ def check_layer_norm(answer) -> Feedback:
 def check_ffn_parameters(answer: float) -> Feedback:
     """Parameters of ``PositionWiseFFN(num_hiddens=32, ffn_hiddens=64)``."""
     want = 32 * 64 + 64 + 64 * 32 + 32
+    if not math.isfinite(answer):
+        return _hint(f"your count is {answer}; give a whole number of parameters.")
     if answer == want:
         return _ok("32 x 64 + 64 + 64 x 32 + 32 = 4192, the same whatever the sequence length.")
     if answer == 32 * 64 + 64 * 32:
