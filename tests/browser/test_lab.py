@@ -3,9 +3,10 @@
 nbval runs the notebooks without a front end, so it cannot see whether a slider redraws its figure. Here a
 JupyterLab from this environment serves a temporary copy of ``notebooks/`` on 127.0.0.1, with test-only
 settings in temporary folders (the user's Jupyter config, settings and workspaces are not read or written;
-``make lab`` keeps its own secure defaults). For each notebook the test opens it, runs all cells in the
-``attn-course`` kernel, and asserts that no cell shows an error; then, in every slider panel, it moves each
-control once (a key press on a slider, another option in a dropdown, a click on a checkbox...) and asserts
+``make lab`` keeps its own secure defaults). For each notebook the test opens it, runs its cells in the
+``attn-course`` kernel from the first to the last one that makes a slider panel (nbval and the site build run every
+cell; what JupyterLab adds is the widgets), and asserts that none shows an error; then, in every slider panel, it
+moves each control once (a key press on a slider, another option in a dropdown, a click on a checkbox...) and asserts
 that the panel's figure is redrawn with different image data and that no error appears. A screenshot of each
 notebook goes to ``build/screenshots/lab/``, the server's log to ``build/lab-server.log``.
 
@@ -42,7 +43,7 @@ KERNEL_READY_S = 90
 RUN_ALL_S = 240  # every notebook runs in well under 30 s; this is the limit of a stuck run, not a target
 REDRAW_S = 20  # one figure redrawn after one control moved
 QUIET_S = 0.3  # no kernel message for this long after a redraw: it is complete
-SETTLE_S = 1.0  # the same after running all cells, before the first control moves
+SETTLE_S = 1.0  # the same after running the cells, before the first control moves
 MIN_INK = 0.002  # share of a figure's pixels that differ from the background: even bare axes have more
 
 # Test-only user settings of JupyterLab (written into a temporary JUPYTERLAB_SETTINGS_DIR). Never fetch news
@@ -101,8 +102,11 @@ PAGE_HELPERS = r"""
     busyPrompts() {
       return [...notebook().node.querySelectorAll('.jp-InputPrompt')].filter((p) => p.textContent.includes('*')).length;
     },
-    runAll(timeoutMs) {
-      const run = app.commands.execute('notebook:run-all-cells');
+    runThrough(last, timeoutMs) {  // cells 1..last (1-based), as "Run All Above" from the cell after them
+      const content = notebook().content;
+      const run = last >= content.widgets.length
+        ? app.commands.execute('notebook:run-all-cells')
+        : (content.activeCellIndex = last, app.commands.execute('notebook:run-all-above'));
       const late = new Promise((resolve) => setTimeout(() => resolve('timeout'), timeoutMs));
       return Promise.race([run, late]);
     },
@@ -416,10 +420,21 @@ def _describe_cell(cell: dict) -> str:
     return f"cell {cell['index']} ({prompt}: {first.strip()[:60]!r})"
 
 
-def _cell_problems(cells: list[dict]) -> list[str]:
-    """Every code cell ran, shows no error and no stderr, and every widget it made is rendered as a widget."""
+PANEL_CALL = re.compile(r"^[^#\n]*\bslider_panel\(", re.M)  # a code line that calls slider_panel (not a comment)
+
+
+def last_panel_cell(notebook: Path) -> int:
+    """The 1-based index of the notebook's last cell that calls slider_panel; every cell when none does."""
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    calls = [i + 1 for i, c in enumerate(cells) if c["cell_type"] == "code" and PANEL_CALL.search("".join(c["source"]))]
+    return calls[-1] if calls else len(cells)
+
+
+def _cell_problems(cells: list[dict], last: int) -> list[str]:
+    """Every code cell up to cell ``last`` ran, shows no error and no stderr, and every widget it made is rendered as
+    a widget."""
     problems, not_run = [], []
-    for cell in cells:
+    for cell in cells[:last]:
         if cell["type"] != "code" or not cell["source"].strip():
             continue
         where = _describe_cell(cell)
@@ -627,18 +642,20 @@ def test_notebook_runs_and_its_sliders_redraw_in_jupyterlab(lab, watched_page, n
 
         started = time.monotonic()
         open_s = started - opening
-        outcome = page.evaluate("ms => window.__attnTest.runAll(ms)", RUN_ALL_S * 1000)
+        last = last_panel_cell(notebook)
+        ran = f"running cells 1-{last}"
+        outcome = page.evaluate("([last, ms]) => window.__attnTest.runThrough(last, ms)", [last, RUN_ALL_S * 1000])
         if outcome == "timeout":
-            pytest.fail(f"{name}: run all cells did not finish within {RUN_ALL_S} s", pytrace=False)
+            pytest.fail(f"{name}: {ran} did not finish within {RUN_ALL_S} s", pytrace=False)
         try:
             _wait_idle(page, 30, SETTLE_S)
         except PlaywrightTimeout:
-            pytest.fail(f"{name}: the kernel did not settle within 30 s of running all cells", pytrace=False)
+            pytest.fail(f"{name}: the kernel did not settle within 30 s of {ran}", pytrace=False)
         run_s = time.monotonic() - started
         cells = page.evaluate("() => window.__attnTest.cells()")
-        _fail_if(_cell_problems(cells), f"{name}: after running all cells:")
-        _fail_if([] if outcome is True else [repr(outcome)], f"{name}: JupyterLab says running all cells failed:")
-        _fail_if(watched_page.problems(), f"{name}: after running all cells, the browser reported:")
+        _fail_if(_cell_problems(cells, last), f"{name}: after {ran}:")
+        _fail_if([] if outcome is True else [repr(outcome)], f"{name}: JupyterLab says {ran} failed:")
+        _fail_if(watched_page.problems(), f"{name}: after {ran}, the browser reported:")
 
         started = time.monotonic()
         panels = page.evaluate("() => window.__attnTest.panels()")
@@ -647,9 +664,7 @@ def test_notebook_runs_and_its_sliders_redraw_in_jupyterlab(lab, watched_page, n
             [
                 f"{_describe_cell(cell)} calls slider_panel but shows no slider panel"
                 for cell in cells
-                if cell["type"] == "code"
-                and re.search(r"^[^#\n]*\bslider_panel\(", cell["source"], re.M)
-                and cell["index"] not in shown
+                if cell["type"] == "code" and PANEL_CALL.search(cell["source"]) and cell["index"] not in shown
             ],
             f"{name}:",
         )
@@ -660,10 +675,11 @@ def test_notebook_runs_and_its_sliders_redraw_in_jupyterlab(lab, watched_page, n
                 path=SCREENSHOTS / f"{notebook.stem}-panel{panel['panel']}.png"
             )
         print(
-            f"{name}: opened in {open_s:.1f} s, ran in {run_s:.1f} s; {len(panels)} slider panel(s), "
+            f"{name}: opened in {open_s:.1f} s, ran cells 1-{last} of {len(cells)} in {run_s:.1f} s; "
+            f"{len(panels)} slider panel(s), "
             f"{moved} control(s) moved in {time.monotonic() - started:.1f} s"
         )
-        problems = _cell_problems(page.evaluate("() => window.__attnTest.cells()"))
+        problems = _cell_problems(page.evaluate("() => window.__attnTest.cells()"), last)
         _fail_if(problems, f"{name}: after moving the controls:")
         _fail_if(watched_page.problems(), f"{name}: the browser reported:")
     finally:

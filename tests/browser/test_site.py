@@ -162,9 +162,10 @@ def settle(page) -> list[str]:
 
     late = []
     page.wait_for_load_state("load")
-    try:
-        page.wait_for_function("() => window.MathJax && MathJax.Hub && MathJax.isReady", timeout=SETTLE_MS)
-        page.evaluate("() => new Promise((done) => MathJax.Hub.Queue(() => done(true)))")
+    try:  # only on pages that load MathJax (Sphinx's search page does not)
+        if page.evaluate("() => !!document.querySelector('script[src*=\"MathJax.js\"]')"):
+            page.wait_for_function("() => window.MathJax && MathJax.Hub && MathJax.isReady", timeout=SETTLE_MS)
+            page.evaluate("() => new Promise((done) => MathJax.Hub.Queue(() => done(true)))")
     except PlaywrightTimeout:
         late.append(f"MathJax did not start within {SETTLE_MS / 1000:.0f} s")
     try:
@@ -215,7 +216,22 @@ def source_has_math(name: str) -> bool:
     return bool(re.search(r"\$[^$\s]|\\\(|\\\[", (SITE / name).read_text(encoding="utf-8")))
 
 
-def check_in_browser(watched, url: str, name: str, screenshot: Path | None = None) -> None:
+def accessibility_problems(page) -> list[str]:
+    """What axe-core (pinned in site/package.json) finds serious or critical on a settled page, one line each."""
+    if not AXE.is_file():
+        pytest.fail(f"{AXE} not found: `make html` installs it (npm ci in site/)", pytrace=False)
+    page.add_script_tag(path=str(AXE))
+    result = page.evaluate("() => axe.run(document, {resultTypes: ['violations']})")
+    return [
+        f"accessibility, {v['impact']}: {v['id']} ({v['help']}) on {len(v['nodes'])} element(s), "
+        f"e.g. {v['nodes'][0]['target']}"
+        for v in result["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+def check_in_browser(watched, url: str, name: str, screenshot: Path | None = None, audit: bool = False) -> None:
+    """Open the page and fail with everything a student would find broken; ``audit`` adds axe-core's audit."""
     bad_responses = watch_responses(watched)
     watched.page.goto(url)
     failures = settle(watched.page)
@@ -224,6 +240,8 @@ def check_in_browser(watched, url: str, name: str, screenshot: Path | None = Non
         failures.append("the page has formulas but MathJax typeset none")
     if screenshot is not None:
         watched.page.screenshot(path=str(screenshot), full_page=True)
+    if audit:
+        failures += accessibility_problems(watched.page)
     failures += watched.problems() + bad_responses
     if failures:
         pytest.fail(f"{name} ({url}):\n  " + "\n  ".join(failures), pytrace=False)
@@ -231,8 +249,11 @@ def check_in_browser(watched, url: str, name: str, screenshot: Path | None = Non
 
 @pytest.mark.parametrize("name", PAGES)
 def test_page_from_a_static_host(name, site_url, watched_page, screenshots):
-    """Served over HTTP from 127.0.0.1, the page is complete and asks no other host for anything."""
-    check_in_browser(watched_page, urljoin(site_url, name), name, screenshots / name.replace(".html", ".png"))
+    """Served over HTTP from 127.0.0.1, the page is complete, asks no other host for anything, and axe-core finds no
+    serious or critical accessibility problem in it (light mode; dark mode below)."""
+    check_in_browser(
+        watched_page, urljoin(site_url, name), name, screenshots / name.replace(".html", ".png"), audit=True
+    )
 
 
 @pytest.mark.parametrize("name", PAGES)
@@ -424,13 +445,15 @@ def test_copy_button_on_every_code_cell(site, watched_page):
 
 
 @pytest.mark.parametrize("name", PAGES)
-def test_dark_mode_keeps_figures_readable(name, site, browser, screenshots):
-    """In dark mode the page is dark and every figure (drawn on white) keeps a light card behind it."""
+def test_dark_mode_keeps_figures_readable_and_accessible(name, site, browser, screenshots):
+    """In dark mode the page is dark, every figure (drawn on white) keeps a light card behind it, and axe-core finds
+    no serious or critical accessibility problem."""
     context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme="dark")
     try:
         page = context.new_page()
         page.goto((site / name).as_uri())
-        page.wait_for_load_state("load")
+        late = settle(page)
+        assert not late, f"{name} (dark): {late}"
         theme = page.evaluate("() => document.documentElement.dataset.theme")
         assert theme == "dark", f"{name}: the page ignores the reader's dark setting (data-theme={theme!r})"
         body = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
@@ -441,6 +464,8 @@ def test_dark_mode_keeps_figures_readable(name, site, browser, screenshots):
         light = [b for b in backgrounds if _luminance(b) > 0.75]
         assert len(light) == len(backgrounds), f"{name}: figures on a dark background: {backgrounds}"
         page.screenshot(path=str(screenshots / name.replace(".html", "-dark.png")), full_page=False)
+        bad = accessibility_problems(page)
+        assert not bad, f"{name} (dark):\n  " + "\n  ".join(bad)
     finally:
         context.close()
 
@@ -455,26 +480,19 @@ def _luminance(css: str) -> float:
 
 
 @pytest.mark.parametrize("mode", ["light", "dark"])
-@pytest.mark.parametrize("name", PAGES + SPHINX_PAGES)
-def test_accessibility_audit(name, mode, site, browser):
-    """axe-core (pinned in site/package.json) finds no serious or critical violation, in light and in dark mode."""
-    if not AXE.is_file():
-        pytest.fail(f"{AXE} not found: `make html` installs it (npm ci in site/)", pytrace=False)
+@pytest.mark.parametrize("name", SPHINX_PAGES)
+def test_accessibility_audit_of_sphinx_pages(name, mode, site, browser):
+    """Sphinx's own pages (the search results) pass axe-core's audit too, in light and in dark mode; the course's
+    pages are audited where they are opened above."""
     context = browser.new_context(viewport={"width": 1280, "height": 900}, color_scheme=mode)
     try:
         page = context.new_page()
         page.goto((site / name).as_uri())
         settle(page)
-        page.add_script_tag(path=str(AXE))
-        result = page.evaluate("() => axe.run(document, {resultTypes: ['violations']})")
+        bad = accessibility_problems(page)
     finally:
         context.close()
-    bad = [v for v in result["violations"] if v["impact"] in ("serious", "critical")]
-    report = [
-        f"{v['impact']}: {v['id']} ({v['help']}) on {len(v['nodes'])} element(s), e.g. {v['nodes'][0]['target']}"
-        for v in bad
-    ]
-    assert not bad, f"{name} ({mode}):\n  " + "\n  ".join(report)
+    assert not bad, f"{name} ({mode}):\n  " + "\n  ".join(bad)
 
 
 def header_cell(page: str) -> str:
