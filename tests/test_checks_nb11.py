@@ -117,6 +117,29 @@ def _rope_raises(x, positions):
     raise IndexError("index 8 is out of bounds")
 
 
+def _rope_shifts_positions(x, positions):
+    positions += 1  # changes the caller's positions: the check's reference must not follow it
+    return apply_rope(x, positions)
+
+
+def _rope_zeroes_positions(x, positions):
+    positions.zero_()
+    return x.clone()  # right for positions that are all 0, which the check must not compute its reference from
+
+
+def _rope_mixed_layout(x, positions, read="interleaved"):
+    """Pairs read one way and written back the other: right angles, columns in the wrong places."""
+    d = x.shape[-1]
+    omega = 10000.0 ** (-2.0 * torch.arange(d // 2, dtype=torch.float64) / d)
+    angles = positions.double().unsqueeze(-1) * omega
+    cos, sin = angles.cos(), angles.sin()
+    a, b = (x[..., 0::2], x[..., 1::2]) if read == "interleaved" else (x[..., : d // 2], x[..., d // 2 :])
+    first, second = a * cos - b * sin, a * sin + b * cos
+    if read == "interleaved":
+        return torch.cat((first, second), dim=-1)
+    return torch.stack((first, second), dim=-1).flatten(-2)
+
+
 def _rope_angles_off(x, positions):
     return _rope_variant(x, positions * 2)  # twice the angle: not one of the named mistakes
 
@@ -130,7 +153,12 @@ def _rope_angles_off(x, positions):
         (lambda x, p: x.tolist(), ["torch.Tensor"]),
         (lambda x, p: x[..., :2], ["expected shape"]),
         (_rope_raises, ["raised IndexError", "index 8"]),
-        (_rope_in_place, ["in place"]),
+        (_rope_in_place, ["changed its input x in place"]),
+        (_rope_shifts_positions, ["changed its input positions in place"]),
+        (_rope_zeroes_positions, ["changed its input positions in place"]),
+        (_rope_mixed_layout, ["read pairs as (2j, 2j + 1)", "wrote them back as (j, j + D/2)"]),
+        (lambda x, p: _rope_mixed_layout(x, p, read="half"), ["read pairs as (j, j + D/2)", "back as (2j, 2j + 1)"]),
+        (lambda x, p: x * float("nan"), ["NaN"]),
         (lambda x, p: x.clone(), ["nothing was rotated"]),
         (lambda x, p: _rope_variant(x, p, pairing="half"), ["j + D/2", "half-split"]),
         (lambda x, p: _rope_variant(x, p, sign=-1.0), ["wrong sign", "clockwise"]),

@@ -1,6 +1,7 @@
 """make student: the notebooks as a class hands them out, every cell tagged ``solution`` removed and nothing else."""
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -75,3 +76,91 @@ def test_solutions_of_code_and_markdown_cells_are_removed(tmp_path):
     make_student(tmp_path, tmp_path / "handout")
     handout = json.loads((tmp_path / "handout" / "01_tiny.ipynb").read_text())
     assert ["".join(c["source"]) for c in handout["cells"]] == ["**1.** Compute x.", "x = None\ncheck(x)", "links"]
+
+
+# An exercise starts a line with its bold number, "**3.**"; a cell that follows a solution cell and is no solution
+# itself must open with something of its own: the next exercise, a heading, the reading list, or the nav links.
+EXERCISE = re.compile(r"^\*\*\d+\.\*\*", re.M)
+OWN_START = re.compile(r"\s*(\*\*\d+\.\*\*|#|\*\*Further reading\*\*)")
+
+
+def leaked_solution_text(cells: list[dict]) -> list[str]:
+    """Cells outside the solutions that carry a solution's words: a markdown cell right after a solution cell that
+    opens with anything but the next exercise, a heading or the reading list (the explanation of the solution before
+    it, which the student edition would keep)."""
+    leaks = []
+    for i in range(1, len(cells)):
+        cell, before = cells[i], cells[i - 1]
+        if cell["cell_type"] != "markdown" or is_solution(cell) or not is_solution(before):
+            continue
+        if "nav" in cell.get("metadata", {}).get("tags", []):
+            continue
+        source = "".join(cell["source"])
+        if not OWN_START.match(source):
+            leaks.append(f"cell {i}: {source.strip()[:70]!r}")
+    return leaks
+
+
+def exercises_without_a_code_cell(cells: list[dict]) -> list[str]:
+    """Exercises after which the student edition has no code cell before the next markdown: nowhere to work."""
+    missing = []
+    for i, cell in enumerate(cells):
+        source = "".join(cell["source"])
+        if cell["cell_type"] != "markdown" or is_solution(cell) or not EXERCISE.search(source):
+            continue
+        following = [c for c in cells[i + 1 :] if not is_solution(c)]
+        if not following or following[0]["cell_type"] != "code":
+            missing.append(f"cell {i}: {EXERCISE.findall(source)[-1]} {source.strip()[:50]!r}")
+    return missing
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_solution_text_is_only_in_solution_cells(path):
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    leaks = leaked_solution_text(cells)
+    assert not leaks, f"{path.name}: text after a solution cell stays in the student edition; tag it solution:\n" + (
+        "\n".join(leaks)
+    )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_exercise_leaves_a_code_cell_for_the_students_work(path):
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    missing = exercises_without_a_code_cell(cells)
+    assert not missing, f"{path.name}: exercises with no code cell in the student edition:\n" + "\n".join(missing)
+
+
+def _markdown(source, *tags):
+    return {"cell_type": "markdown", "metadata": {"tags": list(tags)}, "source": source}
+
+
+def _code(source, *tags):
+    return {"cell_type": "code", "metadata": {"tags": list(tags)}, "source": source, "outputs": []}
+
+
+def test_the_two_checks_find_what_the_student_edition_would_show_or_lack():
+    """A solution's explanation sharing a cell with the next exercise is found; so is an open question with no cell
+    to work in; the right layout passes both."""
+    shared = [
+        _markdown("**1.** Compute x."),
+        _code("x = None"),
+        _code("x = 1", "solution"),
+        _markdown("Because x is 1.\n\n**2.** Why?"),
+        _code(""),
+        _markdown("**Further reading**: a book."),
+    ]
+    assert leaked_solution_text(shared) == ["cell 3: 'Because x is 1.\\n\\n**2.** Why?'"]
+    assert exercises_without_a_code_cell(shared) == []
+    open_question = [_markdown("**1.** Why?"), _markdown("Because.", "solution"), _markdown("**Further reading**")]
+    assert exercises_without_a_code_cell(open_question) == ["cell 0: **1.** '**1.** Why?'"]
+    right = [
+        _markdown("## Exercises\n\n**1.** Why?"),
+        _code(""),
+        _markdown("Because.", "solution"),
+        _markdown("**2.** And?"),
+        _code("y = None"),
+        _code("y = 2", "solution"),
+        _markdown("So.", "solution"),
+        _markdown("[back](x)", "nav"),
+    ]
+    assert leaked_solution_text(right) == [] and exercises_without_a_code_cell(right) == []

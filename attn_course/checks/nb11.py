@@ -7,7 +7,18 @@ import math
 import torch
 
 from ..rotary import alibi_bias, apply_rope
-from ._feedback import Feedback, _close, _function_answer, _hint, _number_answer, _ok, _tensor_answer, _tensor_problem
+from ._feedback import (
+    Feedback,
+    _call_on_copies,
+    _close,
+    _function_answer,
+    _hint,
+    _not_finite,
+    _number_answer,
+    _ok,
+    _tensor_answer,
+    _tensor_problem,
+)
 
 __all__ = ["check_rope_angle", "check_alibi_row", "check_apply_rope"]
 
@@ -56,12 +67,15 @@ def check_alibi_row(row) -> Feedback:
     return _hint("bias[j] = -m * (3 - j) for j <= 3 and 0 after, with m = 2^(-8 (h + 1) / H), h = 1, H = 4.")
 
 
+_PAIRS = {"interleaved": "as (2j, 2j + 1)", "half": "as (j, j + D/2)"}
+
 # Hidden cases: shapes (..., L, D) and positions that are not simply 0 .. L - 1.
 _CASES = [((5, 8), None), ((2, 7, 16), None), ((3, 2, 4, 6), None), ((1, 4), None)]
 
 
-def _variant(x, positions, pairing="interleaved", sign=1.0, exponent=2.0):
-    """RoPE with one thing changed, to name what a wrong answer does."""
+def _variant(x, positions, pairing="interleaved", sign=1.0, exponent=2.0, layout=None):
+    """RoPE with one thing changed, to name what a wrong answer does. ``pairing`` says which columns are read as a
+    pair, ``layout`` how the rotated pairs are written back (the same as ``pairing`` unless given)."""
     d = x.shape[-1]
     omega = 10000.0 ** (-exponent * torch.arange(d // 2, dtype=torch.float64) / d)  # (D/2,)
     angles = sign * positions.double().unsqueeze(-1) * omega  # (L, D/2)
@@ -71,7 +85,7 @@ def _variant(x, positions, pairing="interleaved", sign=1.0, exponent=2.0):
     else:  # half-split: column j with column j + D/2
         a, b = x[..., : d // 2], x[..., d // 2 :]
     first, second = a * cos - b * sin, a * sin + b * cos
-    if pairing == "interleaved":
+    if (layout or pairing) == "interleaved":
         return torch.stack((first, second), dim=-1).flatten(-2)
     return torch.cat((first, second), dim=-1)
 
@@ -83,19 +97,18 @@ def check_apply_rope(fn) -> Feedback:
     for shape, _ in _CASES:
         x = torch.randn(shape, generator=gen, dtype=torch.float64)
         positions = torch.randperm(40, generator=gen)[: shape[-2]]  # (L,): shuffled, not 0 .. L - 1
-        before = x.clone()
-        try:
-            got = fn(x, positions)
-        except Exception as error:  # the learner's code may raise anything: name it
-            return _hint(f"your function raised {type(error).__name__}: {error}")
+        want = apply_rope(x, positions)  # first: the learner only ever sees copies of x and positions
+        got, problem = _call_on_copies(fn, {"x": x, "positions": positions})
+        if problem is not None:
+            return problem
         if got is None:
             return _hint("your function returned None: return the rotated tensor.")
         problem = _tensor_problem(got, tuple(shape), f"a tensor of x's shape {tuple(shape)}")
         if problem is not None:
             return problem
-        if not torch.equal(x, before):
-            return _hint("your function changed x in place; build a new tensor instead.")
-        want = apply_rope(x, positions)
+        got = got.detach()
+        if (problem := _not_finite(got, "your rotated x")) is not None:
+            return problem
         if _close(got, want, 1e-6):
             continue
         if _close(got, x, 1e-6):
@@ -104,6 +117,12 @@ def check_apply_rope(fn) -> Feedback:
             return _hint(
                 "you paired column j with column j + D/2 (the half-split convention); here pair j is (2j, 2j + 1)."
             )
+        for read, written in (("interleaved", "half"), ("half", "interleaved")):
+            if _close(got, _variant(x, positions, pairing=read, layout=written), 1e-6):
+                return _hint(
+                    f"the angles are right, but you read pairs {_PAIRS[read]} and wrote them back {_PAIRS[written]}: "
+                    "write each rotated pair where it came from, out[2j] and out[2j + 1]."
+                )
         if _close(got, _variant(x, positions, sign=-1.0), 1e-6):
             return _hint("wrong sign: that turns clockwise; out[2j+1] = x[2j] sin + x[2j+1] cos, with a plus.")
         if _close(got, apply_rope(x, torch.arange(shape[-2])), 1e-6):
