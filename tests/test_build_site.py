@@ -118,3 +118,29 @@ def test_course_map_warns_when_built_with_other_parameters(tmp_path):
     build_site.write_index(tmp_path, entries, {"SEED": 1}, "Course")
     assert "`SEED = 1`" in (tmp_path / "index.md").read_text()
     assert "may disagree" in (tmp_path / "index.md").read_text()
+
+
+def test_source_maps_and_the_comments_naming_them_are_left_out(tmp_path):
+    static = tmp_path / "_static"
+    (static / "scripts").mkdir(parents=True)
+    (static / "scripts" / "theme.js").write_text("var a = 1;\n//# sourceMappingURL=theme.js.map\n")
+    (static / "scripts" / "theme.js.map").write_text("x" * 1000)
+    (static / "theme.css").write_text("a{color:red}\n/*# sourceMappingURL=theme.css.map */\n")
+    (static / "theme.css.map").write_text("y" * 500)
+    (static / "plain.js").write_text("var sourceMappingURL = 'kept';\n")  # not a trailing comment: kept
+    assert build_site.drop_source_maps(static) == pytest.approx(1500 / 1e6)
+    assert sorted(p.name for p in static.rglob("*") if p.is_file()) == ["plain.js", "theme.css", "theme.js"]
+    assert (static / "scripts" / "theme.js").read_text() == "var a = 1;"
+    assert (static / "theme.css").read_text() == "a{color:red}"
+    assert (static / "plain.js").read_text() == "var sourceMappingURL = 'kept';\n"
+
+
+def test_a_site_or_a_page_over_its_budget_is_named(tmp_path, monkeypatch):
+    (tmp_path / "small.html").write_bytes(b"x" * 1000)
+    assert build_site.over_budget(tmp_path) == []
+    monkeypatch.setattr(build_site, "PAGE_BUDGET_MB", 0.0005)
+    monkeypatch.setattr(build_site, "SITE_BUDGET_MB", 0.0009)
+    assert build_site.over_budget(tmp_path) == [
+        "small.html is 0.0 MB, over the 0.0005 MB a page may take",
+        "the site is 0.0 MB, over its budget of 0.0009 MB",
+    ]

@@ -58,6 +58,9 @@ DOCTREES = BUILD / "doctrees"
 KERNEL = "attn-course"
 CELL_TIMEOUT = 180  # seconds per cell; a whole course notebook takes well under 30 s, so this means a hang
 META = "attn_course_site"  # key of the build's own metadata in the executed notebooks
+SITE_BUDGET_MB = 40  # the whole site, 12 notebooks' pages and everything they load
+PAGE_BUDGET_MB = 5  # one page (its slider panels' frames are inside it)
+SOURCE_MAP = re.compile(r"\n?(?://|/\*)# sourceMappingURL=\S+?(?: \*/)?\s*$")
 
 # What each pinned npm package contributes to _static/<package>/: only what the pages load.
 ASSETS = {
@@ -531,6 +534,33 @@ def remote_loads(page: str) -> list[str]:
     return sorted(set(found))
 
 
+def drop_source_maps(static: Path) -> float:
+    """Remove the themes' source maps (``*.map``: what a developer's debugger reads, never a reader's browser) and
+    the comments that name them; returns the megabytes saved."""
+    saved = 0
+    for path in static.rglob("*.map"):
+        saved += path.stat().st_size
+        path.unlink()
+    for path in [*static.rglob("*.js"), *static.rglob("*.css")]:
+        text = path.read_text(encoding="utf-8", errors="surrogateescape")
+        stripped = SOURCE_MAP.sub("", text)
+        if stripped != text:
+            path.write_text(stripped, encoding="utf-8", errors="surrogateescape")
+    return saved / 1e6
+
+
+def over_budget(site: Path) -> list[str]:
+    """The site's size against its budgets: at most SITE_BUDGET_MB in all and PAGE_BUDGET_MB for any page."""
+    problems = [
+        f"{page.name} is {page.stat().st_size / 1e6:.1f} MB, over the {PAGE_BUDGET_MB} MB a page may take"
+        for page in sorted(site.glob("*.html"))
+        if page.stat().st_size > PAGE_BUDGET_MB * 1e6
+    ]
+    if size_mb(site) > SITE_BUDGET_MB:
+        problems.append(f"the site is {size_mb(site):.1f} MB, over its budget of {SITE_BUDGET_MB} MB")
+    return problems
+
+
 def size_mb(folder: Path) -> float:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
 
@@ -598,6 +628,8 @@ def main(argv: list[str] | None = None) -> int:
         shutil.copy2(entry.source, staging / "_sources" / entry.source.name)
     for page in sorted(staging.glob("*.html")):
         problems += [f"{page.name} loads {url}" for url in remote_loads(page.read_text(encoding="utf-8"))]
+    drop_source_maps(staging / "_static")
+    problems += over_budget(staging)
     shutil.rmtree(SITE, ignore_errors=True)
     staging.rename(SITE)
 

@@ -26,8 +26,8 @@ import numpy as np
 from PIL import Image
 
 ENV = "ATTN_COURSE_FRAMES"
-MAX_FRAMES = 150  # per panel
-MAX_BYTES = 1_500_000  # per panel, before base64: a page holds two or three panels and stays under 6 MB
+MAX_FRAMES = 100  # per panel: two sliders get 10 values each
+MAX_BYTES = 1_000_000  # per panel, before base64 (4/3 of it after): three panels leave a page under 5 MB
 SCALE = 0.75  # frames are drawn smaller than in JupyterLab
 WEBP_QUALITY = 80
 

@@ -24,6 +24,8 @@ from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
 
+from attn_course.widgets.frames import MAX_FRAMES
+
 ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "build" / "site"
 SCREENSHOTS = ROOT / "build" / "screenshots" / "site"
@@ -586,7 +588,7 @@ def frame_panels(name: str) -> int:
 
 
 def test_every_slider_panel_is_a_grid_of_frames(site):
-    """Each live slider panel of a notebook became a static panel on its page, of at most 150 frames."""
+    """Each live slider panel of a notebook became a static panel on its page, of at most MAX_FRAMES frames."""
     for notebook in NOTEBOOKS:
         cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
         live = sum(
@@ -598,7 +600,7 @@ def test_every_slider_panel_is_a_grid_of_frames(site):
         assert frame_panels(name) == live, f"{name}: {frame_panels(name)} static panels, its notebook has {live}"
         page = (site / name).read_text(encoding="utf-8")
         for count in re.findall(r"figure moves over (\d+) pictures", page):
-            assert 2 <= int(count) <= 150, f"{name}: a panel of {count} frames"
+            assert 2 <= int(count) <= MAX_FRAMES, f"{name}: a panel of {count} frames, more than {MAX_FRAMES}"
 
 
 @pytest.mark.parametrize("name", [p for p in NOTEBOOK_PAGES if frame_panels(p)] if SITE.is_dir() else NOTEBOOK_PAGES)
