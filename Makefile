@@ -27,7 +27,7 @@ OLDEST_STAMP := $(OLDEST)/.setup-done
 export MKL_CBWR := AVX2
 export ATEN_CPU_CAPABILITY := avx2
 
-.PHONY: setup test unit nbval lint lab html test-browser test-oldest bench execute student clean
+.PHONY: setup setup-oldest test unit nbval lint lab html test-browser test-oldest bench execute student clean
 
 setup: $(STAMP) $(KERNEL_STAMP)
 
@@ -75,6 +75,8 @@ $(OLDEST_STAMP): requirements.txt pyproject.toml tools/oldest_requirements.py
 	$(OLDEST)/bin/python -m pip check
 	touch $@
 
+setup-oldest: $(OLDEST_STAMP)
+
 test-oldest: $(OLDEST_STAMP)
 	$(OLDEST)/bin/python -c "import matplotlib, numpy, torch; print('oldest:', 'torch', torch.__version__, \
 		'numpy', numpy.__version__, 'matplotlib', matplotlib.__version__)"
@@ -93,9 +95,11 @@ execute: setup
 html: setup
 	$(BIN)/python tools/build_site.py $(if $(PARAMS),--params '$(PARAMS)')
 
-# Needs /usr/bin/chromium (Debian's chromium package; .ci/run installs it).
+# Needs /usr/bin/chromium (Debian's chromium package; .ci/run installs it). Two pytest-xdist workers, each with whole
+# files (--dist loadfile): JupyterLab's test in one while the site's pages are checked in the other.
+BROWSER_WORKERS ?= 2
 test-browser: html
-	$(BIN)/pytest -p no:xdist tests/browser
+	$(BIN)/pytest -n $(BROWSER_WORKERS) --dist loadfile tests/browser
 
 bench: setup
 	$(BIN)/python benchmarks/bench.py
