@@ -71,6 +71,7 @@ def test_a_control_it_cannot_show_is_refused_by_name():
 
 def test_frames_panel_stacks_one_frame_per_point_linked_to_its_controls(monkeypatch):
     controls = _controls()
+    monkeypatch.setattr(_frames, "MAX_FRAMES", 24)  # a smaller grid, the same stacks and links
     linked, jslink = [], widgets.jslink
     monkeypatch.setattr(widgets, "jslink", lambda a, b: linked.append((a, b)) or jslink(a, b))
     rendered = []
