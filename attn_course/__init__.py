@@ -22,6 +22,7 @@ Every notebook imports it; each module covers one idea, in course order:
 * ``training``  training and greedy-decoding accuracy (notebooks 07-08)
 * ``decoder``   a decoder-only language model: causal self-attention in pre-norm blocks (notebook 09)
 * ``kvcache``   the KV cache: keys and values kept per layer while generating (notebook 09)
+* ``mla``       multi-head latent attention: one cached latent per position, shared by the heads (notebook 09)
 * ``generation``  temperature, top-k and generating with or without the cache (notebook 09)
 * ``lmtask``    sequences that repeat their first half, training, previous-token and induction scores (notebook 09)
 * ``data``      the course's data, made in code
@@ -55,8 +56,9 @@ from .interpolation import curve_mean_var
 from .kernels import KERNELS, boxcar, constant, epanechnikov, gaussian, lagrange_basis, nadaraya_watson
 from .kvcache import KVCache, kv_cache_bytes
 from .layers import AdditiveAttention, DotProductAttention, NWKernelRegression
-from .lmtask import half_losses, head_scores, repeat_task, train_lm
+from .lmtask import copying_scores, half_losses, head_scores, repeat_task, train_lm
 from .masking import causal_mask, masked_softmax, sequence_mask
+from .mla import MultiHeadLatentAttention
 from .multihead import MultiHeadAttention, merge_heads, multi_head_attention, repeat_kv_heads, split_heads
 from .plots import (
     plot_accuracy_by_length,
@@ -93,6 +95,7 @@ from .plots import (
     show_heatmaps,
     show_matrix,
 )
+from .plots.decoder import plot_cache_bytes
 from .positional import frequencies, positional_encoding, rotation_matrix
 from .rotary import alibi_bias, apply_rope
 from .scaling import dot_product_variance, mean_entropy
@@ -117,6 +120,9 @@ __all__ = [
     "AdditiveAttention",
     "DotProductAttention",
     "MultiHeadAttention",
+    "MultiHeadLatentAttention",
+    "copying_scores",
+    "plot_cache_bytes",
     "NWKernelRegression",
     "additive_scores",
     "attention_cost",

@@ -10,6 +10,10 @@ Positions enter in one of five ways (``positional``): ``"learned"`` (a table of 
 ``attn_course.rotary.apply_rope``), ``"alibi"`` (a distance penalty added to the scores,
 ``attn_course.rotary.alibi_bias``) and ``"none"``.
 
+Attention is multi-head (``attention="mha"``, with ``num_kv_heads`` for grouped-query attention) or multi-head latent
+attention (``attention="mla"``, ``attn_course.mla``): keys and values made from one cached latent of size
+``latent_dim`` per position, with a decoupled RoPE key of size ``rope_dim``.
+
 Shapes: ``B`` batch, ``T`` positions fed in this call, ``K`` positions attended to (kept in a cache, then the
 new ones), ``D`` model size, ``H`` query heads, ``G`` key/value heads, ``dh = D / H``, ``U`` FFN units,
 ``L`` layers, ``C`` vocabulary size.
@@ -24,13 +28,15 @@ from torch import nn
 
 from ._validate import require_choice, require_int, require_kv_heads, require_probability, require_tokens
 from .kvcache import KVCache
+from .mla import MultiHeadLatentAttention
 from .multihead import MultiHeadAttention, repeat_kv_heads
 from .positional import positional_encoding
 from .transformer import PositionWiseFFN
 
-__all__ = ["POSITIONAL", "window_mask", "causal_attention", "DecoderOnlyBlock", "DecoderOnlyLM"]
+__all__ = ["POSITIONAL", "ATTENTION", "window_mask", "causal_attention", "DecoderOnlyBlock", "DecoderOnlyLM"]
 
 POSITIONAL = ("learned", "sinusoidal", "rope", "alibi", "none")
+ATTENTION = ("mha", "mla")
 
 
 def window_mask(q_pos: torch.Tensor, k_pos: torch.Tensor, window: int | None = None, sinks: int = 0) -> torch.Tensor:
@@ -67,21 +73,45 @@ class DecoderOnlyBlock(nn.Module):
 
     The projections are those of a ``MultiHeadAttention(num_hiddens, num_heads, num_kv_heads=G)`` (``W_q``,
     ``W_k``, ``W_v``, ``W_o``); the block splits them into heads itself, so that a cache can keep the keys and values
-    (B, G, K, dh) and RoPE can rotate queries and keys. Keeps the last weights in ``.attention_weights`` (B, H, T, K).
+    (B, G, K, dh) and RoPE can rotate queries and keys. Keeps the last weights in ``.attention_weights`` (B, H, T, K)
+    and the heads' outputs before ``W_o`` in ``.head_outputs`` (B, H, T, dh).
+
+    With ``latent_dim`` (an int), the attention is a ``MultiHeadLatentAttention(num_hiddens, num_heads, latent_dim,
+    rope_dim=rope_dim)`` instead, which applies RoPE to its decoupled part itself.
     """
 
-    def __init__(self, num_hiddens, num_heads, ffn_hiddens, num_kv_heads=None, dropout=0.0, positional="learned"):
+    def __init__(
+        self,
+        num_hiddens,
+        num_heads,
+        ffn_hiddens,
+        num_kv_heads=None,
+        dropout=0.0,
+        positional="learned",
+        latent_dim=None,
+        rope_dim=0,
+    ):
         super().__init__()
         self.norm1 = nn.LayerNorm(num_hiddens)
-        self.attention = MultiHeadAttention(num_hiddens, num_heads, num_kv_heads=num_kv_heads)
+        if latent_dim is None:
+            self.attention = MultiHeadAttention(num_hiddens, num_heads, num_kv_heads=num_kv_heads)
+        else:
+            self.attention = MultiHeadLatentAttention(num_hiddens, num_heads, latent_dim, rope_dim=rope_dim)
         self.norm2 = nn.LayerNorm(num_hiddens)
         self.ffn = PositionWiseFFN(num_hiddens, ffn_hiddens)
         self.dropout = nn.Dropout(dropout)
         self.positional = positional
         self.attention_weights: torch.Tensor | None = None
+        self.head_outputs: torch.Tensor | None = None
 
     def forward(self, x, positions, mask, bias=None, cache=None, layer=0, keep_heads=None):
         """x (B, T, D), positions (T,), mask (T, K), bias None or (H, T, K), keep_heads None or (H,) -> (B, T, D)."""
+        if isinstance(self.attention, MultiHeadLatentAttention):
+            att = self.attention
+            h = att(self.norm1(x), positions, cache, layer=layer, mask=mask, bias=bias, keep_heads=keep_heads)
+            self.attention_weights, self.head_outputs = att.attention_weights, att.head_outputs
+            x = x + self.dropout(h)  # (B, T, D)
+            return x + self.dropout(self.ffn(self.norm2(x)))
         att, (B, T, D) = self.attention, x.shape
         H, G = att.num_heads, att.num_kv_heads
         h = self.norm1(x)
@@ -98,8 +128,20 @@ class DecoderOnlyBlock(nn.Module):
         self.attention_weights = weights.detach()
         if keep_heads is not None:
             out = out * keep_heads.view(1, H, 1, 1)  # 0 silences a head (ablation)
+        self.head_outputs = out.detach()
         x = x + self.dropout(att.W_o(out.transpose(1, 2).reshape(B, T, D)))  # (B, H, T, dh) -> (B, T, D)
         return x + self.dropout(self.ffn(self.norm2(x)))  # (B, T, D)
+
+    def head_writes(self) -> torch.Tensor:
+        """What each head of the last pass added to the residual stream: ``W_o``'s columns of head h times the
+        head's output, (B, H, T, D); summed over the heads, the attention sublayer's output."""
+        if self.head_outputs is None:
+            raise RuntimeError("no head outputs yet: call the model first")
+        out = self.head_outputs  # (B, H, T, dh)
+        att = self.attention
+        W_o = (att.W_O if isinstance(att, MultiHeadLatentAttention) else att.W_o).weight  # (D, H * dh)
+        H, dh = out.shape[1], out.shape[3]
+        return torch.einsum("bhtd,ehd->bhte", out, W_o.detach().view(-1, H, dh))  # (B, H, T, D)
 
 
 class DecoderOnlyLM(nn.Module):
@@ -110,6 +152,9 @@ class DecoderOnlyLM(nn.Module):
         max_len: the longest sequence (positions ``0..max_len - 1``) for ``"learned"`` and ``"sinusoidal"``.
         num_kv_heads: G key/value heads (None: G = H); H must be a multiple of G.
         positional: one of ``POSITIONAL``. ffn_hiddens: U (default 4 D). dropout: on the sublayers' outputs.
+        attention: ``"mha"`` (multi-head, or grouped-query with ``num_kv_heads``) or ``"mla"`` (multi-head latent
+            attention, ``attn_course.mla``), which needs ``latent_dim`` (d_c) and takes ``rope_dim`` (d_R, even;
+            > 0 for ``positional="rope"``, which then rotates the decoupled part only).
 
     ``forward(tokens, cache=None, window=None, sinks=0, ablate=())``: with a :class:`KVCache`, ``tokens`` continue
     the sequence the cache holds. ``window`` limits each query to the ``window`` most recent positions plus the
@@ -129,6 +174,9 @@ class DecoderOnlyLM(nn.Module):
         positional: str = "learned",
         ffn_hiddens: int | None = None,
         dropout: float = 0.0,
+        attention: str = "mha",
+        latent_dim: int | None = None,
+        rope_dim: int = 0,
     ):
         super().__init__()
         self.vocab_size = require_int(vocab_size, "vocab_size")
@@ -140,9 +188,29 @@ class DecoderOnlyLM(nn.Module):
         self.positional = require_choice(positional, "positional", POSITIONAL)
         ffn_hiddens = 4 * num_hiddens if ffn_hiddens is None else require_int(ffn_hiddens, "ffn_hiddens")
         require_probability(dropout)
+        self.attention = require_choice(attention, "attention", ATTENTION)
+        require_int(rope_dim, "rope_dim", 0)
+        if attention == "mla":
+            require_int(latent_dim, "latent_dim")
+            if num_kv_heads is not None:
+                raise ValueError(
+                    f"num_kv_heads is for attention='mha' (grouped-query attention); attention='mla' shares one latent "
+                    f"among all heads: leave num_kv_heads=None, got {num_kv_heads}"
+                )
+            if positional == "rope" and rope_dim == 0:
+                raise ValueError(
+                    "attention='mla' with positional='rope' needs rope_dim > 0: latent attention rotates a decoupled "
+                    "RoPE part of size rope_dim, not its keys"
+                )
+        elif latent_dim is not None or rope_dim:
+            raise ValueError(
+                f"latent_dim and rope_dim are for attention='mla', got latent_dim={latent_dim!r}, "
+                f"rope_dim={rope_dim!r} "
+                "with attention='mha'"
+            )
         if num_hiddens % num_heads:
             raise ValueError(f"num_hiddens = {num_hiddens} must be divisible by num_heads = {num_heads}")
-        if positional == "rope" and (num_hiddens // num_heads) % 2:
+        if positional == "rope" and attention == "mha" and (num_hiddens // num_heads) % 2:
             raise ValueError(
                 f"positional='rope' needs an even head size, got num_hiddens / num_heads = {num_hiddens // num_heads}"
             )
@@ -154,7 +222,9 @@ class DecoderOnlyLM(nn.Module):
             self.register_buffer("pos_encoding", positional_encoding(max_len, num_hiddens), persistent=False)
         self.drop = nn.Dropout(dropout)
         self.blocks = nn.ModuleList(
-            DecoderOnlyBlock(num_hiddens, num_heads, ffn_hiddens, num_kv_heads, dropout, positional)
+            DecoderOnlyBlock(
+                num_hiddens, num_heads, ffn_hiddens, num_kv_heads, dropout, positional, latent_dim, rope_dim
+            )
             for _ in range(num_layers)
         )
         self.norm = nn.LayerNorm(num_hiddens)

@@ -5,7 +5,11 @@ values of positions ``0..t``. Causal masking means that the keys and values of t
 change when a token is appended, so they are computed once and kept, per layer. A step then costs one position's
 projections plus one row of attention, instead of the whole prefix again.
 
-Shapes: ``B`` batch, ``G`` key/value heads, ``K`` positions kept, ``dh`` head size, ``L`` layers.
+Multi-head latent attention (``attn_course.mla``) keeps, per layer, one latent ``c_t`` of size ``d_c`` and one RoPE
+key of size ``d_R`` per position instead (:meth:`KVCache.update_latent`), shared by all heads.
+
+Shapes: ``B`` batch, ``G`` key/value heads, ``K`` positions kept, ``dh`` head size, ``L`` layers, ``d_c`` latent
+size, ``d_R`` RoPE key size.
 """
 
 from __future__ import annotations
@@ -18,15 +22,39 @@ __all__ = ["KVCache", "kv_cache_bytes"]
 
 
 def kv_cache_bytes(
-    num_layers: int, num_kv_heads: int, head_size: int, length: int, bytes_per_value: int = 2, batch_size: int = 1
+    num_layers: int,
+    num_kv_heads: int | None,
+    head_size: int | None,
+    length: int,
+    bytes_per_value: int = 2,
+    batch_size: int = 1,
+    *,
+    latent_dim: int | None = None,
+    rope_dim: int = 0,
 ) -> int:
-    """``2 x L x G x dh x length x bytes x B``: the keys and the values of every layer, head and position."""
+    """``2 x L x G x dh x length x bytes x B``: the keys and the values of every layer, head and position.
+
+    With ``latent_dim`` (multi-head latent attention), ``(d_c + d_R) x L x length x bytes x B``: one latent of size
+    ``d_c = latent_dim`` and one RoPE key of size ``d_R = rope_dim`` per position and layer; then give
+    ``num_kv_heads=None`` and ``head_size=None`` (the cache holds no per-head keys or values).
+    """
     require_int(num_layers, "num_layers")
-    require_int(num_kv_heads, "num_kv_heads")
-    require_int(head_size, "head_size")
     require_int(length, "length", 0)
     require_int(bytes_per_value, "bytes_per_value")
     require_int(batch_size, "batch_size")
+    if latent_dim is not None:
+        require_int(latent_dim, "latent_dim")
+        require_int(rope_dim, "rope_dim", 0)
+        if num_kv_heads is not None or head_size is not None:
+            raise ValueError(
+                "with latent_dim (multi-head latent attention) the cache holds latents, not per-head keys and values: "
+                f"give num_kv_heads=None and head_size=None, got {num_kv_heads!r} and {head_size!r}"
+            )
+        return (latent_dim + rope_dim) * num_layers * length * bytes_per_value * batch_size
+    if rope_dim:
+        raise ValueError(f"rope_dim is the decoupled RoPE key of latent attention: give latent_dim too, got {rope_dim}")
+    require_int(num_kv_heads, "num_kv_heads")
+    require_int(head_size, "head_size")
     return 2 * num_layers * num_kv_heads * head_size * length * bytes_per_value * batch_size
 
 
@@ -76,6 +104,34 @@ class KVCache:
             v = torch.cat([self.values[layer], v], dim=2)
         self.keys[layer], self.values[layer] = k, v
         return k, v
+
+    def update_latent(self, layer: int, latent: torch.Tensor, rope_key: torch.Tensor):
+        """Multi-head latent attention's slot: append the new latents (B, 1, T, d_c) and RoPE keys (B, 1, T, d_R)
+        of one layer; return all of them, (B, 1, K + T, d_c) and (B, 1, K + T, d_R). They are kept where
+        :meth:`update` keeps keys and values, so :meth:`advance` and :meth:`nbytes` treat them alike."""
+        require_int(layer, "layer", 0, self.num_layers - 1)
+        for name, t, meaning in (("latent", latent, "(B, 1, T, d_c)"), ("rope_key", rope_key, "(B, 1, T, d_R)")):
+            require_float(t, name)
+            require_rank(t, name, (4,), meaning)
+            require_finite(t, name)
+        require_same_dtype(rope_key, "rope_key", latent, "latent")
+        kept = self.keys[layer]
+        if rope_key.shape[:3] != latent.shape[:3] or (
+            kept is not None
+            and (kept.shape[:2], kept.shape[3], self.values[layer].shape[3])
+            != (latent.shape[:2], latent.shape[3], rope_key.shape[3])
+        ):
+            cached = "" if kept is None else f" and the cached latents {tuple(kept.shape)} (the same B and sizes)"
+            raise ValueError(
+                f"latent and rope_key must share B, 1 and T{cached}, got latent {tuple(latent.shape)} and rope_key "
+                f"{tuple(rope_key.shape)}"
+            )
+        if kept is not None:
+            require_same_dtype(latent, "latent", kept, "the cached latents")
+            latent = torch.cat([kept, latent], dim=2)  # (B, 1, K, d_c) + (B, 1, T, d_c) -> (B, 1, K + T, d_c)
+            rope_key = torch.cat([self.values[layer], rope_key], dim=2)  # (B, 1, K + T, d_R)
+        self.keys[layer], self.values[layer] = latent, rope_key
+        return latent, rope_key
 
     def advance(self, new_positions: torch.Tensor, window: int | None = None, sinks: int = 0) -> None:
         """Record the positions just fed (T,); with a ``window``, drop the keys that no later query may see."""

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from ._validate import require_int, require_positive, require_tokens
+from ._validate import require_choice, require_int, require_positive, require_tokens
 
-__all__ = ["BOS_TOKEN", "repeat_task", "half_losses", "LMHistory", "train_lm", "head_scores"]
+__all__ = ["BOS_TOKEN", "repeat_task", "half_losses", "LMHistory", "train_lm", "head_scores", "copying_scores"]
 
 BOS_TOKEN = 0  # the first token of every sequence; the random tokens are 1 .. C - 1
 
@@ -48,14 +48,66 @@ def _half_losses(logits: torch.Tensor, tokens: torch.Tensor) -> tuple[torch.Tens
 
 
 @torch.no_grad()
-def half_losses(model: nn.Module, tokens: torch.Tensor, ablate=()) -> tuple[float, float]:
+def half_losses(model: nn.Module, tokens: torch.Tensor, ablate=(), ablation: str = "zero") -> tuple[float, float]:
     """Next-token loss (nats) on the first half's tokens and on the repeated half's, for sequences of
-    ``repeat_task``; ``ablate`` as in ``DecoderOnlyLM.forward``. Random guessing gives ``log(C - 1)`` on both."""
+    ``repeat_task``. Random guessing gives ``log(C - 1)`` on both.
+
+    ``ablate``: (layer, head) pairs switched off. ``ablation="zero"`` sets their outputs to 0, as
+    ``DecoderOnlyLM.forward`` does; ``"mean"`` replaces each one by its mean over ``tokens`` at the same position
+    (measured in a first pass with every head on), which keeps the next layers' inputs closer to what they saw in
+    training.
+    """
     require_tokens(tokens, "tokens", getattr(model, "vocab_size", 2**62))
     if tokens.shape[1] < 3 or tokens.shape[1] % 2 == 0:
         raise ValueError(f"tokens must be repeat_task sequences of 2 n + 1 >= 3 positions, got {tuple(tokens.shape)}")
-    first, second = _half_losses(model(tokens, ablate=ablate), tokens)
+    require_choice(ablation, "ablation", ("zero", "mean"))
+    if ablation == "zero" or not ablate:
+        first, second = _half_losses(model(tokens, ablate=ablate), tokens)
+        return float(first), float(second)
+    for pair in ablate:
+        if not (isinstance(pair, tuple) and len(pair) == 2):
+            raise TypeError(f"ablate must hold (layer, head) pairs, got {pair!r}")
+        require_int(pair[0], "layer in ablate", 0, len(model.blocks) - 1)
+        require_int(pair[1], "head in ablate", 0, model.num_heads - 1)
+    projections = [_output_projection(block) for block in model.blocks]
+    means: dict[int, torch.Tensor] = {}
+
+    def record(layer):
+        return lambda module, inputs: means.update({layer: inputs[0].mean(dim=0)})  # (T, H * dh): heads side by side
+
+    hooks = [p.register_forward_pre_hook(record(layer)) for layer, p in enumerate(projections)]
+    try:
+        model(tokens)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    size = means[0].shape[-1] // model.num_heads  # dh
+
+    def replace(layer, heads):
+        def hook(module, inputs):
+            x = inputs[0].clone()  # (B, T, H * dh)
+            for head in heads:
+                x[..., head * size : (head + 1) * size] = means[layer][:, head * size : (head + 1) * size]
+            return (x,)
+
+        return hook
+
+    chosen: dict[int, list[int]] = {}
+    for layer, head in ablate:
+        chosen.setdefault(layer, []).append(head)
+    hooks = [projections[layer].register_forward_pre_hook(replace(layer, heads)) for layer, heads in chosen.items()]
+    try:
+        first, second = _half_losses(model(tokens), tokens)
+    finally:
+        for hook in hooks:
+            hook.remove()
     return float(first), float(second)
+
+
+def _output_projection(block: nn.Module) -> nn.Module:
+    """The linear layer that takes a block's heads, side by side (B, T, H * dh), to the residual stream."""
+    att = block.attention
+    return att.W_O if hasattr(att, "W_O") else att.W_o
 
 
 @dataclass
@@ -132,22 +184,62 @@ def train_lm(
     return history
 
 
+def _require_repeats(model: nn.Module, tokens) -> int:
+    """``tokens``: repeat_task sequences of 2 n + 1 >= 5 positions; returns n."""
+    require_tokens(tokens, "tokens", getattr(model, "vocab_size", 2**62))
+    if tokens.shape[1] < 5 or tokens.shape[1] % 2 == 0:
+        raise ValueError(f"tokens must be repeat_task sequences of 2 n + 1 >= 5 positions, got {tuple(tokens.shape)}")
+    return (tokens.shape[1] - 1) // 2
+
+
 @torch.no_grad()
-def head_scores(model: nn.Module, tokens: torch.Tensor) -> dict[str, torch.Tensor]:
+def head_scores(model: nn.Module, tokens: torch.Tensor, ablate=()) -> dict[str, torch.Tensor]:
     """How much each head behaves as a previous-token head and as an induction head, on ``repeat_task`` sequences.
 
     Returns ``{"previous": (L, H), "induction": (L, H)}``: the mean attention weight from position ``t`` to
     ``t - 1`` (over ``t = 1 .. 2n``), and from position ``n + i`` to ``i + 1`` (over ``i = 1 .. n - 1``), averaged
-    over the batch. A head that always looks where the name says scores 1.
+    over the batch. A head that always looks where the name says scores 1. ``ablate``: (layer, head) pairs switched
+    off during the pass, as in ``DecoderOnlyLM.forward`` (how much a head's pattern depends on another head).
     """
-    require_tokens(tokens, "tokens", getattr(model, "vocab_size", 2**62))
-    if tokens.shape[1] < 5 or tokens.shape[1] % 2 == 0:
-        raise ValueError(f"tokens must be repeat_task sequences of 2 n + 1 >= 5 positions, got {tuple(tokens.shape)}")
-    model(tokens)
+    half = _require_repeats(model, tokens)
+    model(tokens, ablate=ablate)
     weights = model.attention_weights()  # (B, L, H, T, T)
-    half = (tokens.shape[1] - 1) // 2
     t = torch.arange(1, tokens.shape[1])
     previous = weights[..., t, t - 1].mean(dim=(0, -1))  # (B, L, H, 2n) -> (L, H)
     i = torch.arange(1, half)
     induction = weights[..., half + i, i + 1].mean(dim=(0, -1))  # (B, L, H, n - 1) -> (L, H)
     return {"previous": previous, "induction": induction}
+
+
+@torch.no_grad()
+def copying_scores(model: nn.Module, tokens: torch.Tensor, ablate=()) -> torch.Tensor:
+    """How much each head's own output raises the logit of the token that comes next, on ``repeat_task`` sequences.
+
+    Returns (L, H): at each query ``n + i`` of the repeated half (``i = 1 .. n - 1``), the head's write into the
+    residual stream is carried straight to the logits (through the final LayerNorm, with the scale that the pass
+    itself used, and the output layer), and the score is the logit it gives the next token, ``a_{i+1}``, minus the
+    mean logit it gives all ``C`` tokens; averaged over queries and sequences. A head that copies the token it
+    attends to at position ``i + 1`` scores well above 0; a head that adds nothing for that token scores about 0.
+    This is a direct logit attribution: it measures the head's direct path only, not what later layers make of it.
+    """
+    half = _require_repeats(model, tokens)
+    captured: dict[str, torch.Tensor] = {}
+    hook = model.norm.register_forward_hook(lambda module, inputs, output: captured.update(x=inputs[0].detach()))
+    try:
+        model(tokens, ablate=ablate)
+    finally:
+        hook.remove()
+    resid = captured["x"]  # (B, T, D): the residual stream the final LayerNorm read
+    sigma = (resid.var(dim=-1, unbiased=False, keepdim=True) + model.norm.eps).sqrt()  # (B, T, 1)
+    rows = half + torch.arange(1, half)  # (n - 1,): the queries n + 1 .. 2n - 1
+    targets = tokens[:, rows + 1]  # (B, n - 1): the next tokens a_2 .. a_n
+    scale = model.norm.weight / sigma[:, rows]  # (B, n - 1, D): LayerNorm at these positions, frozen
+    scores = []
+    for block in model.blocks:
+        writes = block.head_writes()[:, :, rows]  # (B, H, n - 1, D)
+        centred = writes - writes.mean(dim=-1, keepdim=True)  # LayerNorm subtracts the mean of the features
+        logits = (centred * scale.unsqueeze(1)) @ model.head.weight.T  # (B, H, n - 1, D) x (D, C) -> (B, H, n - 1, C)
+        index = targets.unsqueeze(1).expand(-1, logits.shape[1], -1).unsqueeze(-1)  # (B, H, n - 1, 1)
+        right = logits.gather(-1, index).squeeze(-1)  # (B, H, n - 1): the logit given to the next token
+        scores.append((right - logits.mean(dim=-1)).mean(dim=(0, 2)))  # (H,)
+    return torch.stack(scores)  # (L, H)

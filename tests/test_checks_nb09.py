@@ -1,18 +1,22 @@
 """attn_course.checks.nb09, the checks of notebook 09 (a decoder-only model and the KV cache):
 "Correct" for a right answer, a hint for each mistake."""
 
+import math
+
 import pytest
 import torch
 from _check_helpers import assert_correct, assert_hint
 
 from attn_course.checks import (
+    check_absorbed_scores,
     check_cache_memory,
-    check_cache_update,
+    check_decode_step,
     check_repeat_kv,
 )
 
 # ----------------------------------------------------------------------------------------------
-# Notebook 09: check_repeat_kv, check_cache_update (build it), check_cache_memory (Llama 2 7B, 4096 tokens, GiB)
+# Notebook 09: check_repeat_kv, check_decode_step (build it), check_cache_memory (Llama 2 7B, 4096 tokens, GiB),
+# check_absorbed_scores (build it)
 # ----------------------------------------------------------------------------------------------
 
 
@@ -45,24 +49,69 @@ def test_check_repeat_kv_hints(answer, words):
     assert_hint(check_repeat_kv(answer), *words)
 
 
-def test_check_cache_update_right_answer():
-    assert_correct(check_cache_update(lambda cached, new: new if cached is None else torch.cat([cached, new], 2)))
+def _decode_step(q, k, v, cache, *, scale=True, include_cache=True, new_first=False, softmax_dim=-1):
+    """A decode step, right by default; each keyword makes one typical mistake."""
+    keys, values = k, v
+    if cache is not None:
+        keys = torch.cat([k, cache[0]], 2) if new_first else torch.cat([cache[0], k], 2)
+        values = torch.cat([v, cache[1]], 2) if new_first else torch.cat([cache[1], v], 2)
+    attend_k, attend_v = (keys, values) if include_cache else (k, v)
+    scores = q @ attend_k.transpose(-2, -1)
+    if scale:
+        scores = scores / math.sqrt(q.shape[-1])
+    return torch.softmax(scores, dim=softmax_dim) @ attend_v, (keys, values)
+
+
+def _step_without_none(q, k, v, cache):
+    keys, values = torch.cat([cache[0], k], 2), torch.cat([cache[1], v], 2)  # fails at the first call: cache is None
+    return torch.softmax(q @ keys.transpose(-2, -1) / math.sqrt(q.shape[-1]), -1) @ values, (keys, values)
+
+
+def _step_in_place(q, k, v, cache):
+    q.mul_(2)
+    return _decode_step(q, k, v, cache)
+
+
+def _step_keeping_one(q, k, v, cache):
+    out, _ = _decode_step(q, k, v, cache)
+    return out, (k, v)  # the cache never grows
+
+
+def _step_stacking(q, k, v, cache):
+    if cache is None:
+        return _decode_step(q, k, v, None)
+    keys, values = torch.stack([cache[0], k], 2).flatten(2, 3), torch.stack([cache[1], v], 2).flatten(2, 3)
+    return torch.softmax(q @ keys.transpose(-2, -1) / math.sqrt(q.shape[-1]), -1) @ values, (keys, values)
+
+
+def test_check_decode_step_right_answer():
+    assert_correct(check_decode_step(_decode_step), "full causal attention")
+    assert_correct(check_decode_step(lambda q, k, v, c: _decode_step(q.float(), k.float(), v.float(), c)))
 
 
 @pytest.mark.parametrize(
     "answer, words",
     [
         (None, ["replace None"]),
-        (lambda cached, new: torch.cat([cached, new], 2), ["raised TypeError"]),
-        (lambda cached, new: new if cached is None else torch.cat([new, cached], 2), ["after the old ones"]),
-        (lambda cached, new: new if cached is None else torch.cat([cached, new], 3), ["raised RuntimeError"]),
-        (lambda cached, new: new if cached is None else cached, ["should give", "dim 2"]),
-        (lambda cached, new: new * 2, ["empty cache"]),
-        (lambda cached, new: new if cached is None else torch.cat([cached, new], 2) + 1, ["values differ"]),
+        (_step_without_none, ["first call gets cache None"]),
+        (lambda q, k, v, c: _decode_step(q, k, v, c, include_cache=False), ["ignores the cached positions", "dim 2"]),
+        (_step_keeping_one, ["should have shape", "concatenate", "dim 2"]),
+        (lambda q, k, v, c: _decode_step(q, k, v, c, new_first=True), ["goes after the cached ones"]),
+        (lambda q, k, v, c: _decode_step(q, k, v, c, scale=False), ["sqrt(d_h)"]),
+        (lambda q, k, v, c: _decode_step(q, k, v, c, softmax_dim=-2), ["over the keys"]),
+        (lambda q, k, v, c: (_decode_step(q, k, v, c)[0] + 1, _decode_step(q, k, v, c)[1]), ["differs from full"]),
+        (lambda q, k, v, c: (_decode_step(q, k, v, c)[0] * math.nan, _decode_step(q, k, v, c)[1]), ["NaN"]),
+        (lambda q, k, v, c: _decode_step(q, k, v, c)[0], ["return two things"]),
+        (lambda q, k, v, c: (_decode_step(q, k, v, c)[0], None), ["tuple (keys, values)"]),
+        (lambda q, k, v, c: (_decode_step(q, k, v, c)[0][:, :, 0], _decode_step(q, k, v, c)[1]), ["out should have"]),
+        (_step_in_place, ["in place", "q"]),
+        (_step_stacking, ["failed at step 2", "concatenate", "dim 2"]),
     ],
 )
-def test_check_cache_update_hints(answer, words):
-    assert_hint(check_cache_update(answer), *words)
+def test_check_decode_step_hints(answer, words):
+    feedback = check_decode_step(answer)
+    assert_hint(feedback, *words)
+    assert "Error:" not in feedback.message  # the hints explain; they do not repeat a raw error
 
 
 def test_check_cache_memory_right_answer():
@@ -84,3 +133,38 @@ def test_check_cache_memory_right_answer():
 )
 def test_check_cache_memory_hints(answer, words):
     assert_hint(check_cache_memory(answer), *words)
+
+
+def _absorbed(q, w_uk, latents):
+    return torch.einsum("bhtd,hdc->bhtc", q, w_uk) @ latents.unsqueeze(1).transpose(-2, -1)
+
+
+def _absorbed_in_place(q, w_uk, latents):
+    latents.zero_()
+    return _absorbed(q, w_uk, latents)
+
+
+def test_check_absorbed_scores_right_answer():
+    assert_correct(check_absorbed_scores(_absorbed), "without building any key")
+    keys_built = lambda q, w, c: q @ torch.einsum("hdc,bkc->bhdk", w, c)  # noqa: E731  (the plain way passes too)
+    assert_correct(check_absorbed_scores(keys_built))
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None"]),
+        ("scores", ["expected a function"]),
+        (lambda q, w, c: _absorbed(q, w, c).tolist(), ["must return a tensor", "list"]),
+        (lambda q, w, c: _absorbed(q, w, c) / math.sqrt(q.shape[-1]), ["raw dot products"]),
+        (lambda q, w, c: _absorbed(q, w, c).sum(1, keepdim=True).expand(-1, q.shape[1], -1, -1), ["own W_UK_h"]),
+        (lambda q, w, c: _absorbed(q, w, c).transpose(-2, -1), ["expected scores of shape", "W_UK_h^T"]),
+        (lambda q, w, c: _absorbed(q, w, c).round(decimals=2), ["rounded"]),
+        (lambda q, w, c: _absorbed(q, w, c) * math.inf, ["infinity"]),
+        (lambda q, w, c: _absorbed(q, w, c) + 1, ["differ from q_h"]),
+        (lambda q, w, c: q @ w @ c.unsqueeze(1).transpose(-2, -1)[..., : q.shape[-1], :], ["raised"]),
+        (_absorbed_in_place, ["in place", "latents"]),
+    ],
+)
+def test_check_absorbed_scores_hints(answer, words):
+    assert_hint(check_absorbed_scores(answer), *words)

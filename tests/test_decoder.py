@@ -11,6 +11,7 @@ from attn_course import (
     DecoderOnlyLM,
     KVCache,
     MultiHeadAttention,
+    copying_scores,
     generate,
     half_losses,
     head_scores,
@@ -340,6 +341,100 @@ def test_head_scores_match_a_loop_over_positions():
             ind = sum(float(w[b, layer, head, 5 + i, i + 1]) for b in range(2) for i in range(1, 5)) / 8
             assert float(scores["previous"][layer, head]) == pytest.approx(prev)
             assert float(scores["induction"][layer, head]) == pytest.approx(ind)
+
+
+def test_head_scores_with_ablation_equal_the_scores_of_the_ablated_pass():
+    model = _model()
+    tokens = repeat_task(2, 5, 11, generator=torch.Generator().manual_seed(2))
+    base = head_scores(model, tokens)
+    off = head_scores(model, tokens, ablate=[(0, 1)])
+    assert_close(off["previous"][0], base["previous"][0])  # layer 0 reads nothing that the ablation changes
+    assert not torch.allclose(off["induction"][1], base["induction"][1])  # layer 1 reads what head (0, 1) wrote
+    with torch.no_grad():
+        model(tokens, ablate=[(0, 1)])
+    assert_close(
+        off["induction"][1],
+        model.attention_weights()[:, 1, :, 5 + torch.arange(1, 5), torch.arange(2, 6)].mean(dim=(0, -1)),
+    )
+
+
+def test_mean_ablation_replaces_a_head_by_its_mean_at_each_position():
+    model = _model()
+    tokens = repeat_task(4, 5, 11, generator=torch.Generator().manual_seed(6))
+    # One sequence: its own mean is itself, so mean ablation changes nothing.
+    assert half_losses(model, tokens[:1], [(1, 2)], "mean") == pytest.approx(half_losses(model, tokens[:1]))
+    # By hand: the head's slice of W_o's input replaced by its mean over the sequences.
+    with torch.no_grad():
+        model(tokens)
+        mean = model.blocks[1].head_outputs[:, 2].mean(dim=0)  # (T, dh)
+        w_o = model.blocks[1].attention.W_o
+        original = w_o.weight.clone()
+        w_o.weight[:, 8:12] = 0  # head 2 silenced ...
+        bias = nn.functional.linear(mean, original[:, 8:12])  # (T, D) ... and its mean added back
+        hook = w_o.register_forward_hook(lambda m, i, o: o + bias)
+        want = half_losses(model, tokens)
+        hook.remove()
+        w_o.weight.copy_(original)
+    assert half_losses(model, tokens, [(1, 2)], "mean") == pytest.approx(want)
+    assert half_losses(model, tokens, [(1, 2)], "mean") != pytest.approx(half_losses(model, tokens, [(1, 2)]))
+    with pytest.raises(ValueError, match="ablation must be one of"):
+        half_losses(model, tokens, [(1, 2)], "random")
+    with pytest.raises(ValueError, match="head in ablate"):
+        half_losses(model, tokens, [(1, 4)], "mean")
+
+
+def test_head_writes_sum_to_the_attention_sublayer_output():
+    model = _model()
+    tokens = repeat_task(2, 4, 11, generator=torch.Generator().manual_seed(3))
+    block = model.blocks[1]
+    captured = {}
+    hook = block.attention.W_o.register_forward_hook(lambda m, i, o: captured.update(out=o))
+    with torch.no_grad():
+        model(tokens)
+    hook.remove()
+    assert_close(block.head_writes().sum(dim=1), captured["out"])
+
+
+def test_copying_scores_by_hand():
+    """The direct logit attribution of each head, computed with the final LayerNorm written out."""
+    model = _model()
+    tokens = repeat_task(3, 5, 11, generator=torch.Generator().manual_seed(4))
+    scores = copying_scores(model, tokens)
+    captured = {}
+    hook = model.norm.register_forward_hook(lambda m, i, o: captured.update(x=i[0]))
+    with torch.no_grad():
+        model(tokens)
+    hook.remove()
+    x = captured["x"]
+    torch.set_grad_enabled(False)
+    for layer in range(2):
+        writes = model.blocks[layer].head_writes()  # (B, H, T, D)
+        for head in range(4):
+            total = 0.0
+            for b in range(3):
+                for i in range(1, 5):
+                    t = 5 + i
+                    u = writes[b, head, t]
+                    sigma = math.sqrt(float(x[b, t].var(unbiased=False)) + model.norm.eps)
+                    logits = model.head.weight @ ((u - u.mean()) * model.norm.weight / sigma)  # (C,)
+                    total += float(logits[tokens[b, t + 1]] - logits.mean())
+            assert float(scores[layer, head]) == pytest.approx(total / 12)
+    torch.set_grad_enabled(True)
+    assert scores.shape == (2, 4)
+
+
+def test_copying_scores_of_heads_that_write_nothing_are_zero():
+    torch.manual_seed(0)
+    model = DecoderOnlyLM(11, 16, 4, 1, 40, positional="none").double().eval()
+    tokens = repeat_task(3, 5, 11, generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        model.head.weight.copy_(torch.randn(11, 16, dtype=torch.float64))
+        assert copying_scores(model, tokens).shape == (1, 4)
+        block = model.blocks[0]
+        block.attention.W_o.weight.zero_()
+        assert_close(copying_scores(model, tokens), torch.zeros(1, 4, dtype=torch.float64))  # writes nothing: 0
+    with pytest.raises(ValueError, match="2 n \\+ 1 >= 5"):
+        copying_scores(model, tokens[:, :4])
 
 
 def test_train_lm_is_deterministic_and_lowers_the_loss():

@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 from attn_course import (
     DecoderOnlyLM,
     head_scores,
+    plot_cache_bytes,
     plot_half_losses,
     plot_head_patterns,
     plot_head_scores,
@@ -106,3 +107,29 @@ def test_plot_next_token_at_temperature_0_puts_all_the_probability_on_the_larges
     fig = plot_next_token(logits, temperature=0.0)
     assert [bar.get_height() for bar in fig.axes[0].patches] == [1.0, 0.0, 0.0, 0.0]
     assert fig.axes[0].get_title().startswith("temperature 0, all tokens")
+
+
+def test_plot_cache_bytes_bars_are_kib_per_token_and_the_update_rescales_them():
+    counts = {"a (MHA)": 2048, "b (MLA)": 576}
+    fig = plot_cache_bytes(counts, bytes_per_value=2)
+    ax = fig.axes[0]
+    ends = sorted(p.get_x() + p.get_width() for p in ax.patches)  # bars from 1 KiB on a log axis
+    assert ends == pytest.approx([576 * 2 / 1024, 2048 * 2 / 1024])
+    assert ax.get_xscale() == "log" and all(p.get_x() == 1 for p in ax.patches)
+    at = {t.get_text(): y for t, y in zip(ax.get_yticklabels(), ax.get_yticks(), strict=True)}
+    assert at["a (MHA)"] > at["b (MLA)"]  # the first name on top
+    assert "2 bytes per value" in ax.get_title()
+    xlim = ax.get_xlim()
+    assert fig.slider_update(bytes_per_value=4) is False  # drawn in place
+    assert sorted(p.get_x() + p.get_width() for p in ax.patches) == pytest.approx([576 * 4 / 1024, 2048 * 4 / 1024])
+    assert sorted(t.get_text().strip() for t in ax.texts) == ["2", "8"]
+    assert "4 bytes per value" in ax.get_title() and ax.get_xlim() == xlim
+
+
+def test_plot_cache_bytes_errors():
+    with pytest.raises(TypeError, match="values_per_token must be a non-empty dict"):
+        plot_cache_bytes([576])
+    with pytest.raises(TypeError, match="values_per_token"):
+        plot_cache_bytes({"a": 1.5})
+    with pytest.raises(ValueError, match="bytes_per_value must be an integer in"):
+        plot_cache_bytes({"a": 576}, bytes_per_value=0)

@@ -1,23 +1,25 @@
-"""Checks for the exercises of notebook 09 (a decoder-only model, the KV cache, grouped-query attention)."""
+"""Checks for the exercises of notebook 09 (a decoder-only model, the KV cache, grouped-query attention, multi-head
+latent attention)."""
 
 from __future__ import annotations
 
+import math
+
 import torch
 
-from ._feedback import Feedback, _function_answer, _hint, _number_answer, _ok
+from ._feedback import (
+    Feedback,
+    _call_on_copies,
+    _close,
+    _function_answer,
+    _hint,
+    _not_finite,
+    _number_answer,
+    _ok,
+    _rounded,
+)
 
-__all__ = ["check_repeat_kv", "check_cache_update", "check_cache_memory"]
-
-
-def _call(fn, *args) -> torch.Tensor | Feedback:
-    """``fn(*args)``, or a hint saying what went wrong when it raises or returns something else than a tensor."""
-    try:
-        out = fn(*args)
-    except Exception as error:  # the learner's code: any error becomes a hint
-        return _hint(f"your function raised {type(error).__name__}: {error}")
-    if not isinstance(out, torch.Tensor):
-        return _hint(f"your function must return a tensor, got {type(out).__name__}.")
-    return out
+__all__ = ["check_repeat_kv", "check_decode_step", "check_cache_memory", "check_absorbed_scores"]
 
 
 def _compare(out: torch.Tensor, want: torch.Tensor, *, wrong_shape: str, mistakes, otherwise: str) -> Feedback | None:
@@ -37,13 +39,12 @@ def check_repeat_kv(fn) -> Feedback:
     gen = torch.Generator().manual_seed(9)
     for batch, groups, num_heads, keys, size in ((2, 2, 4, 5, 3), (1, 3, 6, 4, 2), (3, 1, 4, 2, 5), (2, 4, 4, 3, 2)):
         kv = torch.randn(batch, groups, keys, size, generator=gen)
-        original = kv.clone()
-        out = _call(fn, kv, num_heads)
-        if isinstance(out, Feedback):
-            return out
-        if not torch.equal(kv, original):
-            return _hint("your function changed its input in place; build a new tensor instead.")
-        want = kv.repeat_interleave(num_heads // groups, dim=1)  # (B, H, K, dh)
+        want = kv.repeat_interleave(num_heads // groups, dim=1)  # (B, H, K, dh), the reference first
+        out, problem = _call_on_copies(fn, {"kv": kv, "num_heads": num_heads})
+        if problem is not None:
+            return problem
+        if not isinstance(out, torch.Tensor):
+            return _hint(f"your function must return a tensor, got {type(out).__name__}.")
         problem = _compare(
             out,
             want,
@@ -63,40 +64,101 @@ def check_repeat_kv(fn) -> Feedback:
     return _ok("each key/value head is copied H / G times next to itself: query head h reads kv head h // (H / G).")
 
 
-@_function_answer("your function", "a function")
-def check_cache_update(fn) -> Feedback:
-    """``fn(cached (B, G, K, dh) or None, new (B, G, T, dh)) -> (B, G, K + T, dh)``: the old positions, then the
-    new ones. Run on random cases, with and without earlier positions."""
-    gen = torch.Generator().manual_seed(11)
-    cases = [(None, torch.randn(2, 2, 3, 4, generator=gen))]
-    cases += [
-        (torch.randn(2, 2, k, 4, generator=gen), torch.randn(2, 2, t, 4, generator=gen)) for k, t in ((3, 1), (5, 2))
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: bool = True) -> torch.Tensor:
+    """softmax(q k^T / sqrt(dh)) v for queries that may see every key: (B, H, Q, dh) -> (B, H, Q, dh)."""
+    scores = q @ k.transpose(-2, -1)  # (B, H, Q, dh) x (B, H, dh, K) -> (B, H, Q, K)
+    return torch.softmax(scores / math.sqrt(q.shape[-1]) if scale else scores, dim=-1) @ v  # (B, H, Q, dh)
+
+
+def _step_mistakes(q, k, v, t) -> list[tuple[torch.Tensor, str]]:
+    """What typical wrong decode steps return at step ``t`` (q, k, v: the whole (B, H, T, dh) sequence)."""
+    now = slice(t, t + 1)
+    return [
+        (
+            _attend(q[:, :, now], k[:, :, now], v[:, :, now]),
+            "the output ignores the cached positions: concatenate the cache and the new key and value on dim 2, "
+            "then attend to all of them.",
+        ),
+        (
+            _attend(q[:, :, now], k[:, :, : t + 1], v[:, :, : t + 1], scale=False),
+            "divide the scores by sqrt(d_h) before the softmax.",
+        ),
+        (
+            torch.softmax(q[:, :, now] @ k[:, :, : t + 1].transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-2)
+            @ v[:, :, : t + 1],
+            "take the softmax over the keys (the last axis of the scores, dim -1).",
+        ),
     ]
-    for cached, new in cases:
-        out = _call(fn, None if cached is None else cached.clone(), new.clone())
-        if isinstance(out, Feedback):
-            return out
-        if cached is None:
-            if not torch.equal(out, new):
-                return _hint("with an empty cache (None), the keys kept are just the new ones.")
-            continue
-        want = torch.cat([cached, new], dim=2)
-        problem = _compare(
-            out,
-            want,
-            wrong_shape=f"cached {tuple(cached.shape)} and new {tuple(new.shape)} should give {tuple(want.shape)}, got "
-            "{got}: concatenate along the positions' axis (dim 2).",
-            mistakes=[
-                (
-                    torch.cat([new, cached], dim=2),
-                    "the new positions go after the old ones (positions in order: old, then new).",
+
+
+@_function_answer("your function", "a function")
+def check_decode_step(fn) -> Feedback:
+    """``fn(q, k, v, cache) -> (out, cache)``: one decoding step of one layer's attention.
+
+    ``q``, ``k``, ``v`` (B, H, 1, dh) are the new position's; ``cache`` is None at the first step, then the
+    ``(keys, values)`` (B, H, t, dh) that the previous call returned. The step appends ``k`` and ``v`` to the cache
+    (dim 2, oldest first), attends with ``q`` to every cached position and returns ``out`` (B, H, 1, dh) and the grown
+    cache. Run step by step on hidden sequences; each output is compared with full causal attention over the whole
+    sequence, computed first.
+    """
+    gen = torch.Generator().manual_seed(11)
+    for batch, heads, length, size in ((2, 3, 5, 6), (1, 2, 4, 10), (3, 1, 6, 5)):
+        q, k, v = (torch.randn(batch, heads, length, size, generator=gen, dtype=torch.float64) for _ in range(3))
+        causal = torch.ones(length, length, dtype=torch.bool).tril()  # (T, T), True = may attend
+        scores = (q @ k.transpose(-2, -1) / math.sqrt(size)).masked_fill(~causal, -math.inf)
+        want = torch.softmax(scores, dim=-1) @ v  # (B, H, T, dh): the full recomputation
+        cache = None
+        for t in range(length):
+            now = slice(t, t + 1)
+            args = {"q": q[:, :, now], "k": k[:, :, now], "v": v[:, :, now], "cache": cache}
+            result, problem = _call_on_copies(fn, args)
+            if problem is not None:
+                if "in place" in problem.message:
+                    return problem
+                if t == 0:
+                    return _hint(
+                        "the first call gets cache None (nothing is cached yet): start the cache from the new k and "
+                        "v alone, and attend to them."
+                    )
+                return _hint(
+                    f"your function failed at step {t}, with {t} position{'s' if t > 1 else ''} cached: concatenate "
+                    f"the cached keys (B, H, {t}, d_h) and the new key (B, H, 1, d_h) on dim 2, and the same for the "
+                    "values."
                 )
-            ],
-            otherwise="the values differ from the cached positions followed by the new ones along dim 2.",
-        )
-        if problem is not None:
-            return problem
-    return _ok("the cache grows by T positions along dim 2, old positions first; nothing is computed again.")
+            if not (isinstance(result, tuple) and len(result) == 2):
+                return _hint(f"return two things, (out, cache), got {type(result).__name__}.")
+            out, cache = result
+            if not (isinstance(cache, tuple) and len(cache) == 2 and all(isinstance(c, torch.Tensor) for c in cache)):
+                return _hint("return the cache as a tuple (keys, values) of two tensors, for the next call.")
+            shape = (batch, heads, t + 1, size)
+            if tuple(cache[0].shape) != shape or tuple(cache[1].shape) != shape:
+                return _hint(
+                    f"after {t + 1} step{'s' if t else ''} the cached keys and values should have shape {shape} "
+                    f"(one row per position seen), got {tuple(cache[0].shape)} and {tuple(cache[1].shape)}: "
+                    "concatenate the cache and the new position on dim 2."
+                )
+            if not (_close(cache[0], k[:, :, : t + 1], 1e-6) and _close(cache[1], v[:, :, : t + 1], 1e-6)):
+                if _close(cache[0], torch.cat([k[:, :, now], k[:, :, :t]], dim=2), 1e-6):
+                    return _hint("the new position goes after the cached ones (concatenate [cache, new] on dim 2).")
+                return _hint("the cache should hold the keys and values of every position so far, oldest first.")
+            if not isinstance(out, torch.Tensor) or tuple(out.shape) != (batch, heads, 1, size):
+                got = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+                return _hint(f"out should have shape {(batch, heads, 1, size)} (one query per head), got {got}.")
+            bad = _not_finite(out, "out")
+            if bad is not None:
+                return bad
+            if not _close(out, want[:, :, now], 1e-6):
+                for wrong, hint in _step_mistakes(q, k, v, t):
+                    if _close(out, wrong, 1e-6):
+                        return _hint(hint)
+                return _hint(
+                    f"at step {t} the output differs from full causal attention over the whole sequence: "
+                    "softmax(q k^T / sqrt(d_h)) over all cached keys, times the cached values."
+                )
+    return _ok(
+        "step by step, the cached attention gives exactly the outputs of full causal attention: the new query needs "
+        "only the keys and values kept so far."
+    )
 
 
 @_number_answer("a number of GiB")
@@ -116,4 +178,53 @@ def check_cache_memory(answer: float) -> Feedback:
         return _hint("count both keys and values (a factor 2), at 2 bytes each (another factor 2).")
     return _hint(
         "multiply 2 (keys and values) x layers x KV heads x head size x tokens x 2 bytes, then divide by 2^30."
+    )
+
+
+def _absorbed_reference(q: torch.Tensor, w_uk: torch.Tensor, latents: torch.Tensor) -> torch.Tensor:
+    """q (B, H, T, dh), w_uk (H, dh, d_c), latents (B, K, d_c) -> (B, H, T, K), through the keys W_UK_h c_j."""
+    keys = torch.einsum("hdc,bkc->bhkd", w_uk, latents)  # (B, H, K, dh)
+    return q @ keys.transpose(-2, -1)  # (B, H, T, dh) x (B, H, dh, K) -> (B, H, T, K)
+
+
+@_function_answer("your function", "a function")
+def check_absorbed_scores(fn) -> Feedback:
+    """``fn(q (B, H, T, dh), W_UK (H, dh, d_c), latents (B, K, d_c)) -> scores (B, H, T, K)``:
+    ``q_h . (W_UK_h c_j) = (W_UK_h^T q_h) . c_j``, unscaled. Run on hidden cases against the keys built explicitly."""
+    gen = torch.Generator().manual_seed(28)
+    for batch, heads, queries, keys, size, latent in ((2, 3, 4, 5, 6, 10), (1, 2, 3, 7, 5, 5), (3, 4, 1, 2, 3, 7)):
+        q = torch.randn(batch, heads, queries, size, generator=gen)
+        w_uk = torch.randn(heads, size, latent, generator=gen)
+        latents = torch.randn(batch, keys, latent, generator=gen)
+        want = _absorbed_reference(q, w_uk, latents)  # the reference first
+        out, problem = _call_on_copies(fn, {"q": q, "W_UK": w_uk, "latents": latents})
+        if problem is not None:
+            return problem
+        if not isinstance(out, torch.Tensor):
+            return _hint(f"your function must return a tensor, got {type(out).__name__}.")
+        if tuple(out.shape) != tuple(want.shape):
+            return _hint(
+                f"for q {tuple(q.shape)}, W_UK {tuple(w_uk.shape)} and latents {tuple(latents.shape)} expected scores "
+                f"of shape {tuple(want.shape)} (B, H, T, K), got {tuple(out.shape)}: turn each query into the latent "
+                "space with W_UK_h^T (size d_c), then take its dot product with every latent."
+            )
+        bad = _not_finite(out, "your scores")
+        if bad is not None:
+            return bad
+        if _close(out, want):
+            continue
+        rounded = _rounded(out, want)
+        if rounded is not None:
+            return rounded
+        if _close(out, want / math.sqrt(size)) or _close(out, want / math.sqrt(latent)):
+            return _hint("give the raw dot products: the scaling by sqrt(d) comes later, with the softmax.")
+        if _close(out, want.sum(dim=1, keepdim=True).expand_as(want)):
+            return _hint("each head h uses its own W_UK_h: do not sum over the heads.")
+        return _hint(
+            "the scores differ from q_h . (W_UK_h c_j): compute W_UK_h^T q_h (size d_c) per head, then its dot "
+            "product with each latent c_j."
+        )
+    return _ok(
+        "(W_UK_h^T q_h) . c_j gives the same scores as q_h . (W_UK_h c_j), without building any key: the cache keeps "
+        "only the latents."
     )

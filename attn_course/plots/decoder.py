@@ -1,5 +1,5 @@
-"""Figures of notebook 09: training curves of the two halves, head patterns, the next-token distribution and the
-time per generated token.
+"""Figures of notebook 09: training curves of the two halves, head patterns, the next-token distribution, the
+time per generated token and the cache bytes per token of published models.
 
 The model, the cache and the training loop are in ``decoder``, ``kvcache``, ``generation`` and ``lmtask``; this
 module only draws what they return.
@@ -20,7 +20,14 @@ from ..generation import next_token_probs
 from ..lmtask import LMHistory
 from .heatmaps import _draw_matrix, _new_axes, _np, _thin_ticks
 
-__all__ = ["plot_half_losses", "plot_head_scores", "plot_head_patterns", "plot_next_token", "plot_time_per_token"]
+__all__ = [
+    "plot_half_losses",
+    "plot_head_scores",
+    "plot_head_patterns",
+    "plot_next_token",
+    "plot_time_per_token",
+    "plot_cache_bytes",
+]
 
 
 def plot_half_losses(history: LMHistory, vocab_size: int, smooth: int = 10, ax=None, figsize=(6.0, 3.2)) -> Figure:
@@ -144,4 +151,45 @@ def plot_time_per_token(lengths, seconds: dict[str, list[float]], ax=None, figsi
         ax.loglog(lengths, np.asarray(values) * 1e3, marker=marker, label=f"{name} (slope {slope + 0.0:.2f})")
     ax.set(xlabel="tokens already in the sequence", ylabel="ms per new token", title="time per generated token")
     ax.legend(fontsize=8)
+    return fig
+
+
+def plot_cache_bytes(values_per_token: dict[str, int], bytes_per_value: int = 2, ax=None, figsize=(6.5, 3.0)) -> Figure:
+    """KiB of KV cache per token (all layers) for each model, as horizontal bars labelled with their value, on a
+    log scale (the sizes span orders of magnitude); bars start at 1 KiB.
+
+    ``values_per_token``: model name -> numbers cached per token over all layers (``kv_cache_bytes(..., length=1,
+    bytes_per_value=1)``). ``bytes_per_value``: 1 (8-bit), 2 (16-bit) or 4 (32-bit). A slider panel updates the
+    bars' widths and labels in place; the axis keeps the range of 4 bytes per value, so that bars can be compared
+    across settings.
+    """
+    if not isinstance(values_per_token, dict) or not values_per_token:
+        raise TypeError(
+            f"values_per_token must be a non-empty dict of name -> count, got {type(values_per_token).__name__}"
+        )
+    counts = [require_int(v, f"values_per_token[{k!r}]") for k, v in values_per_token.items()]
+    require_int(bytes_per_value, "bytes_per_value", 1, 8)
+    fig, ax = _new_axes(ax, figsize)
+    names = list(values_per_token)
+    y = np.arange(len(names))[::-1]
+    widths = np.asarray(counts, dtype=float) * bytes_per_value / 1024
+    bars = ax.barh(y, widths - 1, left=1, color="tab:blue")  # from 1 KiB: a log axis has no 0
+    labels = [ax.text(w, yy, f" {w:.0f}", va="center", fontsize=8) for w, yy in zip(widths, y, strict=True)]
+    ax.set_yticks(y, names, fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlim(1, max(counts) * 4 / 1024 * 4)  # room for the labels at 4 bytes per value
+    ax.set(xlabel="KiB per token (all layers, log scale)")
+    title = ax.set_title(f"KV cache per token at {bytes_per_value} byte{'s' if bytes_per_value > 1 else ''} per value")
+
+    def update(bytes_per_value=2, **_) -> bool:
+        """New widths and labels on the same bars (see ``attn_course.widgets``)."""
+        for bar, label, count in zip(bars, labels, counts, strict=True):
+            width = count * bytes_per_value / 1024
+            bar.set_width(width - 1)
+            label.set_x(width)
+            label.set_text(f" {width:.0f}")
+        title.set_text(f"KV cache per token at {bytes_per_value} byte{'s' if bytes_per_value > 1 else ''} per value")
+        return False
+
+    fig.slider_update = update
     return fig
