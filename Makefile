@@ -56,12 +56,15 @@ unit: setup
 
 # Strict nbval: every code cell's output is compared with the stored one, except in cells tagged
 # nbval-ignore-output (sliders, timings), which still run. nbval.cfg rewrites what may differ.
-# A separate pytest run from the unit tests, so that nothing they set leaks into the kernels.
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with nbval.cfg
 nbval: setup
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --nbval --nbval-current-env \
-		--nbval-sanitize-with nbval.cfg notebooks
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile $(NBVAL) notebooks
 
-test: lint unit nbval
+# The unit tests and nbval in one pytest run: the workers take whole files (a notebook's cells share one kernel), the
+# notebooks first, so the longest start early and the unit tests fill the gaps. Each notebook's kernel is a process of
+# its own; the unit tests change no environment variable that outlives them (pytest's monkeypatch undoes each).
+test: lint
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile $(NBVAL) notebooks tests --ignore=tests/browser
 
 # A second environment: requirements.txt with torch, numpy, matplotlib, ... at their lower bounds in pyproject.toml
 # (tools/oldest_requirements.py), so that those bounds are versions the unit tests pass on. Not nbval: stored outputs
