@@ -101,6 +101,23 @@ def leaked_solution_text(cells: list[dict]) -> list[str]:
     return leaks
 
 
+def solution_sentences_elsewhere(cells: list[dict], shortest: int = 40) -> list[str]:
+    """Sentences of a solution's markdown (``shortest`` characters or more) that also stand in a cell the student
+    edition keeps: an explanation copied, or left behind when its solution moved."""
+
+    def sentences(text: str) -> list[str]:
+        return [s.strip() for s in re.split(r"(?<=[.!?:])\s+", " ".join(text.split())) if len(s.strip()) >= shortest]
+
+    kept = " ".join(" ".join("".join(c["source"]).split()) for c in cells if not is_solution(c))
+    return [
+        f"cell {i}: {sentence[:70]!r}"
+        for i, cell in enumerate(cells)
+        if cell["cell_type"] == "markdown" and is_solution(cell)
+        for sentence in sentences("".join(cell["source"]))
+        if sentence in kept
+    ]
+
+
 def exercises_without_a_code_cell(cells: list[dict]) -> list[str]:
     """Exercises after which the student edition has no code cell before the next markdown: nowhere to work."""
     missing = []
@@ -117,7 +134,7 @@ def exercises_without_a_code_cell(cells: list[dict]) -> list[str]:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_solution_text_is_only_in_solution_cells(path):
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    leaks = leaked_solution_text(cells)
+    leaks = leaked_solution_text(cells) + solution_sentences_elsewhere(cells)
     assert not leaks, f"{path.name}: text after a solution cell stays in the student edition; tag it solution:\n" + (
         "\n".join(leaks)
     )
@@ -150,6 +167,15 @@ def test_the_two_checks_find_what_the_student_edition_would_show_or_lack():
         _markdown("**Further reading**: a book."),
     ]
     assert leaked_solution_text(shared) == ["cell 3: 'Because x is 1.\\n\\n**2.** Why?'"]
+    copied = [
+        _markdown("**1.** Why is the sky blue?"),
+        _code(""),
+        _markdown("Short light scatters more than long light does in air.", "solution"),
+        _markdown("**2.** Next. Short light scatters more than long light does in air."),
+        _code(""),
+    ]
+    assert leaked_solution_text(copied) == []  # the cell opens with its exercise: only the sentence check finds it
+    assert solution_sentences_elsewhere(copied) == ["cell 2: 'Short light scatters more than long light does in air.'"]
     assert exercises_without_a_code_cell(shared) == []
     open_question = [_markdown("**1.** Why?"), _markdown("Because.", "solution"), _markdown("**Further reading**")]
     assert exercises_without_a_code_cell(open_question) == ["cell 0: **1.** '**1.** Why?'"]

@@ -104,7 +104,7 @@ def plot_io_cost(
     num_tokens: int = 4096,
     block_size: int = 64,
     d: int = 64,
-    fast_memory_kb: float = 192.0,
+    fast_memory_kib: float = 192.0,
     axes=None,
     figsize=(10.0, 3.6),
 ) -> Figure:
@@ -114,13 +114,13 @@ def plot_io_cost(
 
     Args:
         num_tokens: N, marked on the left panel; block_size: b of the tiled version; d: head size.
-        fast_memory_kb: fast memory per tile, in KiB (192: an A100's per streaming multiprocessor); the title says
+        fast_memory_kib: fast memory per tile, in KiB (192: an A100's per streaming multiprocessor); the title says
             whether a tile fits.
         axes: two axes, or None for a new figure.
     """
     require_int(num_tokens, "num_tokens")
     require_int(block_size, "block_size")
-    here = io_cost(num_tokens, d, block_size, fast_memory=fast_memory_kb * 1024)
+    here = io_cost(num_tokens, d, block_size, fast_memory=fast_memory_kib * 1024)
     if axes is None:
         _, axes = plt.subplots(1, 2, figsize=figsize, dpi=90, layout="constrained", width_ratios=(1.3, 1))
     left, right = axes
@@ -147,18 +147,18 @@ def plot_io_cost(
     numbers = [right.text(x, v, f"{v:.1f}", ha="center", va="bottom", fontsize=9) for x, v in enumerate(values)]
     right.set_ylim(0, _intensity_top(values))
     right.set_ylabel("FLOPs per byte moved")
-    title, colour = _fit_title(here, fast_memory_kb)
+    title, colour = _fit_title(here, fast_memory_kib)
     right_title = right.set_title(title, fontsize=10, color=colour)
 
-    built = (num_tokens, d, fast_memory_kb)
+    built = (num_tokens, d, fast_memory_kib)
 
-    def update(num_tokens: int = 4096, block_size: int = 64, d: int = d, fast_memory_kb: float = fast_memory_kb, **_):
+    def update(num_tokens: int = 4096, block_size: int = 64, d: int = d, fast_memory_kib: float = fast_memory_kib, **_):
         """New values on the same artists (see ``attn_course.widgets``); True when they need a new figure."""
         require_int(num_tokens, "num_tokens")
         require_int(block_size, "block_size")
-        if (d, fast_memory_kb) != built[1:] or not _inside(num_tokens) or not _inside(built[0]):
+        if (d, fast_memory_kib) != built[1:] or not _inside(num_tokens) or not _inside(built[0]):
             return True  # other curves, or an N line that widens the N axis
-        here = io_cost(num_tokens, d, block_size, fast_memory=fast_memory_kb * 1024)
+        here = io_cost(num_tokens, d, block_size, fast_memory=fast_memory_kib * 1024)
         values = [here["naive_intensity"], here["tiled_intensity"]]
         if _intensity_top(values) != right.get_ylim()[1]:
             return True  # other tick labels on the intensity axis
@@ -171,7 +171,7 @@ def plot_io_cost(
             bar.set_height(v)
             number.set_position((x, v))
             number.set_text(f"{v:.1f}")
-        title, colour = _fit_title(here, fast_memory_kb)
+        title, colour = _fit_title(here, fast_memory_kib)
         right_title.set_text(title)
         right_title.set_color(colour)
         return False
@@ -203,10 +203,10 @@ def _bytes_title(num_tokens: int, here: dict) -> str:
     )
 
 
-def _fit_title(here: dict, fast_memory_kb: float) -> tuple[str, str]:
+def _fit_title(here: dict, fast_memory_kib: float) -> tuple[str, str]:
     fits = "fits in" if here["fits"] else "does NOT fit in"
     title = (
         f"{here['flops'] / 1e9:.1f} GFLOP for both; a tile needs\n{here['tile_bytes'] / 1024:.0f} KiB, "
-        f"{fits} {fast_memory_kb:.0f} KiB"
+        f"{fits} {fast_memory_kib:.0f} KiB"
     )
     return title, "black" if here["fits"] else "C3"
