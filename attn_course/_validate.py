@@ -49,8 +49,19 @@ def require_finite(x: torch.Tensor, name: str) -> torch.Tensor:
     return x
 
 
+def require_param_dtype(x: torch.Tensor, name: str, param: torch.Tensor) -> torch.Tensor:
+    """``x`` in the dtype of a layer's parameters (``param``): a layer computes in one dtype."""
+    if x.dtype != param.dtype:
+        raise TypeError(
+            f"{name} has dtype {x.dtype} but the layer's parameters are {param.dtype}; "
+            f"convert {name} with {name}.to({param.dtype}), or the layer with .to({x.dtype})"
+        )
+    return x
+
+
 def require_rank(x: torch.Tensor, name: str, ranks: Sequence[int], meaning: str) -> torch.Tensor:
     """Check ``x.ndim`` is one of ``ranks``; ``meaning`` spells the expected shape, e.g. '(B, Q, D)'."""
+    require_tensor(x, name)
     if x.ndim not in tuple(ranks):
         raise ValueError(
             f"{name} must have shape {meaning} ({' or '.join(f'{r}-D' for r in ranks)}), "
@@ -304,6 +315,7 @@ def require_positions(positions, length: int, name: str = "positions") -> torch.
 
 def require_min_rank(x: torch.Tensor, name: str, low: int, meaning: str) -> torch.Tensor:
     """Check ``x.ndim >= low``; ``meaning`` spells the expected shape, e.g. '(..., L, D)'."""
+    require_tensor(x, name)
     if x.ndim < low:
         raise ValueError(
             f"{name} must have shape {meaning} (at least {low}-D), got shape {tuple(x.shape)} ({x.ndim}-D)"

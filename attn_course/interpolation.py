@@ -33,6 +33,7 @@ def curve_mean_var(x: torch.Tensor, f: torch.Tensor) -> tuple[float, float]:
         raise ValueError(f"x and f must both have shape (N,) with N >= 2, got {tuple(x.shape)} and {tuple(f.shape)}")
     if not (x[1:] > x[:-1]).all():
         raise ValueError("x must be strictly increasing")
+    x, f = x.detach(), f.detach()  # two plain numbers come back: no gradient to keep
     length = float(x[-1] - x[0])
     mean = torch.trapezoid(f, x) / length
     # Centred before squaring: the textbook E[f^2] - mean^2 cancels catastrophically for flat curves.

@@ -41,21 +41,25 @@ __all__ = [
 
 def gaussian(u: torch.Tensor) -> torch.Tensor:
     """Standard normal density ``exp(-u^2 / 2) / sqrt(2 pi)``, elementwise."""
+    require_float(u, "u")
     return torch.exp(-0.5 * u**2) / math.sqrt(2 * math.pi)
 
 
 def boxcar(u: torch.Tensor) -> torch.Tensor:
     """Uniform density on ``[-1, 1]``: ``1/2`` where ``|u| <= 1``, else ``0``."""
+    require_float(u, "u")
     return torch.where(u.abs() <= 1, 0.5, 0.0).to(u.dtype)
 
 
 def epanechnikov(u: torch.Tensor) -> torch.Tensor:
     """Epanechnikov density ``3/4 (1 - u^2)`` where ``|u| <= 1``, else ``0``."""
+    require_float(u, "u")
     return 0.75 * torch.clamp(1 - u**2, min=0)
 
 
 def constant(u: torch.Tensor) -> torch.Tensor:
     """Weight 1 for every key, however far: Nadaraya-Watson becomes average pooling."""
+    require_float(u, "u")
     return torch.ones_like(u)
 
 

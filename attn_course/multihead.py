@@ -69,6 +69,8 @@ def repeat_kv_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     """
     require_float(x, "x")
     require_rank(x, "x", (4,), "(B, G, K, dh)")
+    if x.shape[1] == 0:
+        raise ValueError(f"x must hold at least one key/value head: shape (B, G, K, dh), G >= 1, got {tuple(x.shape)}")
     require_kv_heads(num_heads, x.shape[1])
     return x.repeat_interleave(num_heads // x.shape[1], dim=1)  # (B, G, K, dh) -> (B, H, K, dh)
 
@@ -86,6 +88,9 @@ def _require_heads_input(queries, keys, values, num_heads, valid_lens, mask, pro
                 f"{name} has dtype {weight.dtype} but queries have dtype {queries.dtype}; "
                 f"convert the inputs, or the projection with .to({queries.dtype})"
             )
+        fed = {"W_q": ("queries", queries), "W_k": ("keys", keys), "W_v": ("values", values)}.get(name)
+        if fed is not None and isinstance(weight, torch.Tensor) and weight.ndim == 2:  # in_features = weight.shape[1]
+            require_dim(fed[1], fed[0], -1, weight.shape[1], note=f"the input size of {name}")
     batch, num_q, num_k = queries.shape[0], queries.shape[1], keys.shape[1]
     if valid_lens is not None:
         require_valid_lens(valid_lens, num_k, (batch, num_q))

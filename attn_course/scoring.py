@@ -121,9 +121,13 @@ def additive_scores(
         require_same_dtype(t, name, queries, "queries")
     require_rank(w_v, "w_v", (1,), "(U,)")
     hidden = w_v.shape[0]
-    for name, t, size, which in (("w_q", w_q, queries.shape[-1], "Dq"), ("w_k", w_k, keys.shape[-1], "Dk")):
+    for name, t, given, which in (("w_q", w_q, queries, "Dq"), ("w_k", w_k, keys, "Dk")):
+        size, source = given.shape[-1], "queries" if given is queries else "keys"
         if t.shape != (hidden, size):
-            raise ValueError(f"{name} must have shape (U, {which}) = ({hidden}, {size}), got {tuple(t.shape)}")
+            raise ValueError(
+                f"{name} must have shape (U, {which}) = ({hidden}, {size}) (U from w_v {tuple(w_v.shape)}, "
+                f"{which} from {source} {tuple(given.shape)}), got {tuple(t.shape)}"
+            )
     q_feat = queries @ w_q.T  # (B, Q, Dq) x (Dq, U) -> (B, Q, U)
     k_feat = keys @ w_k.T  # (B, K, Dk) x (Dk, U) -> (B, K, U)
     hidden = torch.tanh(q_feat.unsqueeze(2) + k_feat.unsqueeze(1))  # (B, Q, 1, U) + (B, 1, K, U) -> (B, Q, K, U)

@@ -12,7 +12,14 @@ from typing import NamedTuple
 
 import torch
 
-from ._validate import require_dim, require_feature_size, require_float, require_rank, require_same_dtype
+from ._validate import (
+    require_dim,
+    require_feature_size,
+    require_finite,
+    require_float,
+    require_rank,
+    require_same_dtype,
+)
 
 __all__ = [
     "SelfAttentionSteps",
@@ -58,6 +65,8 @@ def self_attention_steps(
             f"w_query and w_key must project to one size D, got {tuple(w_query.shape)} and {tuple(w_key.shape)}"
         )
     require_feature_size(w_query, "w_query", "(Din, D)")
+    for name, t in (("inputs", inputs), ("w_query", w_query), ("w_key", w_key), ("w_value", w_value)):
+        require_finite(t, name)
     queries = inputs @ w_query  # (T, Din) x (Din, D) -> (T, D)
     keys = inputs @ w_key  # (T, Din) x (Din, D) -> (T, D)
     values = inputs @ w_value  # (T, Din) x (Din, V) -> (T, V)

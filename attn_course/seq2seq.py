@@ -51,6 +51,7 @@ class Seq2SeqEncoder(nn.Module):
 
     def forward(self, src: torch.Tensor, src_len: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Returns the states at every position (B, S, U), zero past ``src_len``, and the summary (B, U)."""
+        require_source(src, src_len, self.embedding.num_embeddings)
         x = self.embedding(src)  # (B, S) -> (B, S, E)
         if src.shape[0] == 0:  # nothing to read (PyTorch cannot pack an empty batch): no states, no summary
             units = self.rnn.hidden_size * (2 if self.rnn.bidirectional else 1)

@@ -116,9 +116,15 @@ def _until_eos(row: torch.Tensor) -> tuple[int, ...]:
     return tuple(ids[: ids.index(EOS) + 1]) if EOS in ids else tuple(ids)
 
 
+def _require_batch(batch) -> None:
+    if not isinstance(batch, Batch):
+        raise TypeError(f"batch must be a Batch of a task (e.g. tasks.make_batch(...)), got {type(batch).__name__}")
+
+
 def _hits(model: nn.Module, batch: Batch) -> list[bool]:
     """Per example: does the greedy output equal the target token for token, up to and with the ``EOS``?"""
     _require_seq2seq_model(model)
+    _require_batch(batch)
     model.eval()
     tokens, _ = model.greedy(batch.src, batch.src_len, max_len=batch.tgt_out.shape[1] + 1)
     return [_until_eos(p) == _until_eos(t) for p, t in zip(tokens, batch.tgt_out, strict=True)]
@@ -126,6 +132,7 @@ def _hits(model: nn.Module, batch: Batch) -> list[bool]:
 
 def sequence_accuracy(model: nn.Module, batch: Batch) -> float:
     """Fraction of examples whose whole greedy output equals the target: every digit, then ``EOS``."""
+    _require_batch(batch)
     if len(batch) == 0:
         raise ValueError("batch must hold at least one example (a fraction of none is undefined), got 0")
     hits = _hits(model, batch)

@@ -17,7 +17,20 @@ import math
 import torch
 from torch import nn
 
-from ._validate import require_bool, require_int, require_last_size, require_source, require_target
+from ._validate import (
+    require_bool,
+    require_finite,
+    require_float,
+    require_int,
+    require_last_size,
+    require_param_dtype,
+    require_rank,
+    require_same_dtype,
+    require_source,
+    require_target,
+    require_tensor,
+    require_valid_lens,
+)
 from .masking import causal_mask
 from .multihead import MultiHeadAttention
 from .positional import positional_encoding
@@ -42,6 +55,7 @@ class PositionWiseFFN(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         require_last_size(x, "x", self.dense1.in_features, "num_hiddens")
+        require_param_dtype(x, "x", self.dense1.weight)
         return self.dense2(torch.relu(self.dense1(x)))  # (B, T, D) -> (B, T, U) -> (B, T, D)
 
 
@@ -55,11 +69,25 @@ class AddNorm(nn.Module):
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         require_last_size(x, "x", self.norm.normalized_shape[0], "num_hiddens")
+        require_param_dtype(x, "x", self.norm.weight)
+        require_tensor(y, "y")
+        require_same_dtype(y, "y", x, "x")
         if x.shape != y.shape:
             raise ValueError(
                 f"x and y must have the same shape for the residual sum, got {tuple(x.shape)} and {tuple(y.shape)}"
             )
         return self.norm(x + self.dropout(y))  # (B, T, D)
+
+
+def _require_block_input(x, name: str, layer: MultiHeadAttention, batch: int | None = None) -> None:
+    """A block's input (B, T, D): floating, 3-D, D = num_hiddens, in the dtype of the block's parameters."""
+    require_float(x, name)
+    require_rank(x, name, (3,), "(B, T, D)")
+    require_last_size(x, name, layer.W_q.in_features, "num_hiddens")
+    require_param_dtype(x, name, layer.W_q.weight)
+    require_finite(x, name)
+    if batch is not None and x.shape[0] != batch:
+        raise ValueError(f"{name} must have one row per sequence of x: shape ({batch}, S, D), got {tuple(x.shape)}")
 
 
 def _residual(x: torch.Tensor, addnorm: AddNorm, sublayer, norm_first: bool) -> torch.Tensor:
@@ -87,6 +115,9 @@ class EncoderBlock(nn.Module):
         self.addnorm2 = AddNorm(num_hiddens, dropout)
 
     def forward(self, x: torch.Tensor, src_len: torch.Tensor) -> torch.Tensor:
+        _require_block_input(x, "x", self.attention)
+        if src_len is not None:
+            require_valid_lens(src_len, x.shape[1], (x.shape[0],), "src_len")
         y = _residual(x, self.addnorm1, lambda h: self.attention(h, h, h, src_len), self.norm_first)  # (B, S, D)
         return _residual(y, self.addnorm2, self.ffn, self.norm_first)  # (B, S, D)
 
@@ -112,6 +143,12 @@ class DecoderBlock(nn.Module):
         self.addnorm3 = AddNorm(num_hiddens, dropout)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, src_len: torch.Tensor) -> torch.Tensor:
+        _require_block_input(x, "x", self.self_attention)
+        _require_block_input(memory, "memory", self.cross_attention, batch=x.shape[0])
+        if src_len is not None:
+            require_valid_lens(src_len, memory.shape[1], (memory.shape[0],), "src_len")
+        if x.shape[1] == 0:  # no target position: nothing attends, nothing to compute
+            return x.clone()
         mask = causal_mask(x.shape[1], device=x.device)  # (T, T): position t sees positions 0..t
         y = _residual(x, self.addnorm1, lambda h: self.self_attention(h, h, h, mask=mask), self.norm_first)
         z = _residual(y, self.addnorm2, lambda h: self.cross_attention(h, memory, memory, src_len), self.norm_first)

@@ -9,6 +9,7 @@ from matplotlib.figure import Figure
 from matplotlib.textpath import text_to_path
 from matplotlib.transforms import ScaledTranslation
 
+from .._validate import require_sequence
 from ..gallery import PATTERNS, _masking_demo, pattern_scores
 from .heatmaps import _np, _set_matrix, _thin_ticks, show_heatmaps
 
@@ -17,6 +18,8 @@ __all__ = ["plot_pattern_gallery", "plot_masking_demo"]
 
 def plot_pattern_gallery(n: int = 6, strength: float = 4.0, tokens=None, axes=None) -> Figure:
     """The four patterns of ``PATTERNS`` side by side, on one colour scale; ``axes``: four axes, or None."""
+    if tokens is not None:
+        require_sequence(tokens, "tokens", "token names")
     tokens = list(tokens) if tokens is not None else [f"t{i}" for i in range(n)]
     if len(tokens) != n:
         raise ValueError(f"tokens must hold n = {n} names, got {len(tokens)}")

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from .._validate import require_number
+from .._validate import require_dim, require_finite, require_number, require_sequence
 
 __all__ = ["show_heatmaps"]
 
@@ -38,6 +38,24 @@ def _vector(x, name: str, what: str) -> torch.Tensor:
     if x.dim() != 1 or x.numel() == 0:
         raise ValueError(f"{name} must be a 1-D tensor of at least one {what}, got shape {tuple(x.shape)}")
     return x
+
+
+def _vectors(what: dict[str, str], **named) -> list[torch.Tensor]:
+    """Each named argument through ``_vector`` (``what`` maps its name to what it holds), finite, in one dtype.
+
+    A figure computes in the widest dtype it was given (float16 with bfloat16: float32), so a mix of dtypes,
+    or of tensors and lists, is not an error.
+    """
+    vectors = [require_finite(_vector(x, name, what[name]), name) for name, x in named.items()]
+    dtype = vectors[0].dtype
+    for v in vectors[1:]:
+        dtype = torch.promote_types(dtype, v.dtype)
+    return [v.detach().to(dtype) for v in vectors]  # a figure needs the numbers only
+
+
+def _same_length(x: torch.Tensor, name: str, ref: torch.Tensor, ref_name: str) -> None:
+    """One entry of ``x`` per entry of ``ref`` (a prediction per test input, a target per training input)."""
+    require_dim(x, name, 0, ref.shape[0], note=f"one per entry of {ref_name}")
 
 
 def _numbers(x, name: str) -> np.ndarray:
@@ -206,6 +224,8 @@ def show_heatmaps(
     panel_labels = {}  # name -> one list of labels per panel
     shared = True  # one set of labels for every panel: only the outer panels write them
     for name, labels, n in (("xticklabels", xticklabels, num_k), ("yticklabels", yticklabels, num_q)):
+        if labels is not None:
+            require_sequence(labels, name, "tick labels")
         per_panel = labels is not None and len(labels) > 0 and isinstance(labels[0], (list, tuple))
         shared = shared and not per_panel  # each panel its own, even when two agree (a slider keeps its frame)
         if per_panel and len(labels) != rows * cols:
@@ -217,6 +237,8 @@ def show_heatmaps(
                     f"{name} must hold {n} labels (one per {'key' if name[0] == 'x' else 'query'}), got {len(panel)}"
                 )
     slanted = any(_long(_tick_texts(p, num_k)[1]) for p in panel_labels["xticklabels"])  # one rule for all panels
+    if titles is not None:
+        require_sequence(titles, "titles", "panel titles")
     if titles is not None and len(titles) != rows * cols:
         raise ValueError(f"titles must hold {rows * cols} titles (one per panel), got {len(titles)}")
     if not np.isfinite(data).all():

@@ -14,10 +14,10 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from .._validate import require_float, require_int, require_rank
+from .._validate import require_float, require_int, require_number, require_rank
 from ..data import noisy_samples, true_function
 from ..kernels import lagrange_basis, nadaraya_watson
-from .heatmaps import _np, _vector
+from .heatmaps import _np, _same_length, _vectors
 
 __all__ = ["plot_lagrange_basis", "plot_weight_comparison", "plot_noisy_fit"]
 
@@ -42,6 +42,7 @@ def plot_lagrange_basis(
     if isinstance(highlight, int | str) or not isinstance(highlight, Sequence):
         raise TypeError(f"highlight must be a sequence of node indices, got {type(highlight).__name__}")
     highlight = [require_int(i, "each index in highlight", 0, n - 1) for i in highlight]
+    nodes = nodes.detach()  # a figure needs the numbers only
     if ax is None:
         _, ax = plt.subplots(figsize=figsize, layout="constrained")
     x = torch.linspace(float(nodes.min()), float(nodes.max()), 1001, dtype=nodes.dtype)
@@ -83,13 +84,15 @@ def plot_weight_comparison(
         bandwidth: the Gaussian kernel's ``h``.
         axes: three axes (curves, Lagrange weights, Gaussian weights), or None.
     """
+    data = (nodes, values)  # as given: a panel passes these same objects to update
+    query = require_number(query, "query")
+    nodes, values = _vectors({"nodes": "data point", "values": "data value"}, nodes=nodes, values=values)
+    _same_length(values, "values", nodes, "nodes")
     if axes is None:
         fig = plt.figure(figsize=figsize, layout="constrained")
         mosaic = fig.subplot_mosaic([["curves", "lagrange"], ["curves", "gauss"]], width_ratios=(1.2, 1))
         axes = (mosaic["curves"], mosaic["lagrange"], mosaic["gauss"])
     left, top, bottom = axes
-    data = (nodes, values)  # as given: a panel passes these same objects to update
-    nodes, values = _vector(nodes, "nodes", "data point"), _vector(values, "values", "data value")
     x = torch.linspace(float(nodes.min()), float(nodes.max()), 801, dtype=nodes.dtype)
     w_lag, w_nw, nw_curve, f_lag, f_nw = _weight_estimates(query, nodes, values, bandwidth, x)
     basis = lagrange_basis(x, nodes)  # (801, N): every Lagrange weight between the first and the last node

@@ -14,8 +14,9 @@ import torch
 from matplotlib.colors import PowerNorm
 from matplotlib.figure import Figure
 
+from .._validate import require_number
 from ..kernels import KERNELS, nadaraya_watson
-from .heatmaps import _new_axes, _np, _vector
+from .heatmaps import _new_axes, _np, _same_length, _vectors
 
 __all__ = ["plot_regression", "plot_kernels", "plot_query_weights", "plot_nw_fit"]
 
@@ -41,6 +42,13 @@ def plot_regression(
         ax: axes to draw on, or None for a new figure.
         title, label: the axes' title and the prediction's legend label.
     """
+    what = {"x_train": "training input", "y_train": "training target", "x_test": "test input", "y_pred": "prediction"}
+    x_train, y_train, x_test, y_pred = _vectors(what, x_train=x_train, y_train=y_train, x_test=x_test, y_pred=y_pred)
+    _same_length(y_train, "y_train", x_train, "x_train")
+    _same_length(y_pred, "y_pred", x_test, "x_test")
+    if y_true is not None:
+        (y_true,) = _vectors({"y_true": "true value"}, y_true=y_true)
+        _same_length(y_true, "y_true", x_test, "x_test")
     fig, ax = _new_axes(ax, figsize)
     if y_true is not None:
         ax.plot(_np(x_test), _np(y_true), color="0.3", linestyle="--", linewidth=1.2, label="truth")
@@ -88,7 +96,9 @@ def plot_query_weights(
         kernel, bandwidth: as in ``nadaraya_watson``.
         axes: two axes (top: data, bottom: weights) sharing x, or None.
     """
-    keys, values = torch.as_tensor(keys), torch.as_tensor(values)
+    query = require_number(query, "query")
+    keys, values = _vectors({"keys": "key", "values": "value"}, keys=keys, values=values)
+    _same_length(values, "values", keys, "keys")
     pred, weights = _query_weights(query, keys, values, kernel, bandwidth)
     keys_np = _np(keys)
     if axes is None:
@@ -202,8 +212,9 @@ def plot_nw_fit(
         kernel, bandwidth: as in ``nadaraya_watson``.
         axes: two axes (fit, heatmap), or None for a new figure.
     """
-    x_train, y_train = _vector(x_train, "x_train", "key"), _vector(y_train, "y_train", "value")
-    x_test = _vector(x_test, "x_test", "query")
+    what = {"x_train": "key", "y_train": "value", "x_test": "query"}
+    x_train, y_train, x_test = _vectors(what, x_train=x_train, y_train=y_train, x_test=x_test)
+    _same_length(y_train, "y_train", x_train, "x_train")
     order = torch.argsort(x_train)
     keys, values = x_train[order], y_train[order]
     y_pred, weights = nadaraya_watson(x_test, keys, values, kernel, bandwidth)

@@ -13,7 +13,7 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from .._validate import require_float, require_int, require_rank
+from .._validate import require_finite, require_float, require_int, require_rank
 from ..positional import frequencies, positional_encoding
 from ..rotary import alibi_bias, apply_rope
 from .heatmaps import _draw_matrix, _np, _thin_ticks
@@ -98,6 +98,7 @@ def _require_pair(q, k) -> int:
     for name, t in (("q", q), ("k", k)):
         require_float(t, name)
         require_rank(t, name, (1,), "(D,)")
+        require_finite(t, name)
     if q.shape != k.shape or q.shape[0] % 2:
         raise ValueError(f"q and k must have the same even size D, got q {tuple(q.shape)} and k {tuple(k.shape)}")
     return q.shape[0]
@@ -226,11 +227,20 @@ def plot_extrapolation(
         ax: the axes, or None for a new figure.
     """
     require_int(train_len, "train_len")
+    if not isinstance(metric, str):
+        raise TypeError(f"metric must be the name of a column of results (a str), got {metric!r}")
     missing = {"scheme", "seed", "test_len", metric} - set(getattr(results, "columns", ()))
     if missing:
         raise ValueError(
             f"results must be a DataFrame with columns scheme, seed, test_len and {metric}, missing {sorted(missing)}"
         )
+    if len(results) == 0:
+        raise ValueError("results must hold at least one row (scheme, seed, test length), got an empty DataFrame")
+    if results[metric].dtype.kind not in "biuf":
+        raise TypeError(f"results[{metric!r}] must hold numbers, got dtype {results[metric].dtype}")
+    if baseline is not None and (not isinstance(baseline, dict) or not baseline):
+        got = "an empty dict" if isinstance(baseline, dict) else type(baseline).__name__
+        raise TypeError(f"baseline must be a dict test length -> value, not empty, got {got}")
     import seaborn as sns  # here, not at the top: only this figure needs it, and it takes a second to import
 
     if ax is None:
@@ -242,8 +252,6 @@ def plot_extrapolation(
         errorbar=("pi", 100), ax=ax,
     )  # fmt: skip
     if baseline is not None:
-        if not isinstance(baseline, dict) or not baseline:
-            raise TypeError(f"baseline must be a dict test length -> value, got {type(baseline).__name__}")
         lengths = sorted(baseline)
         ax.plot(lengths, [baseline[n] for n in lengths], "--", color="black", linewidth=1.2, label=baseline_label)
     ax.axvline(train_len + 0.5, color="0.4", linestyle=":", linewidth=1)

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from .._validate import require_int, require_number
+from .._validate import require_int, require_number, require_sequence
 from ..data import three_token_example
 from ..selfattention import SelfAttentionSteps, self_attention_steps
 from .heatmaps import _draw_matrix, _np, _numbers, _set_matrix
@@ -44,7 +44,11 @@ def show_matrix(
     data = _numbers(matrix, "matrix")
     if data.ndim != 2 or 0 in data.shape:
         raise ValueError(f"matrix must be 2-D (R, C) with no empty axis, got shape {data.shape}")
+    if not np.isfinite(data).all():
+        raise ValueError("matrix must be finite, got NaN or infinity")
     for name, labels, n in (("row_labels", row_labels, data.shape[0]), ("col_labels", col_labels, data.shape[1])):
+        if labels is not None:
+            require_sequence(labels, name, "labels")
         if labels is not None and len(labels) != n:
             raise ValueError(f"{name} must hold {n} labels, got {len(labels)}")
     bounds = [None if v is None else require_number(v, name) for name, v in (("vmin", vmin), ("vmax", vmax))]
@@ -119,6 +123,9 @@ def plot_self_attention_steps(
         axes: 8 axes to draw on (two rows of four), or None for a new figure.
     """
     steps = self_attention_steps(inputs, w_query, w_key, w_value, scale)
+    for name, t in (("inputs", inputs), ("w_value", w_value)):  # an empty panel has nothing to draw
+        if 0 in t.shape:
+            raise ValueError(f"{name} must have no empty axis to be drawn, got shape {tuple(t.shape)}")
     num_tokens = inputs.shape[0]
     require_int(token, "token", 0, num_tokens - 1)
     names = _token_names(token_names, num_tokens)
@@ -197,6 +204,7 @@ def plot_worked_example(
 
 def _worked_inputs(example, x11: float, x12: float, x13: float, x14: float) -> torch.Tensor:
     """The worked example's inputs (3, 4) with token 0's row set to ``[x11, x12, x13, x14]``."""
+    row = [require_number(v, name) for name, v in (("x11", x11), ("x12", x12), ("x13", x13), ("x14", x14))]
     inputs = example.inputs.clone()
-    inputs[0] = torch.tensor([x11, x12, x13, x14], dtype=torch.float64)
+    inputs[0] = torch.tensor(row, dtype=torch.float64)
     return inputs

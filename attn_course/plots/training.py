@@ -10,7 +10,7 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from .._validate import require_int
+from .._validate import require_dim, require_finite, require_float, require_int, require_sequence, require_tensor
 from ..tasks import EOS, Batch, labels, to_text
 from ..training import History
 from .heatmaps import _draw_matrix
@@ -69,6 +69,17 @@ def _alignment_panels(weights: torch.Tensor, batch: Batch, tokens: torch.Tensor,
     if not isinstance(weights, torch.Tensor) or weights.ndim != 3 or weights.shape[0] != len(batch):
         got = tuple(weights.shape) if isinstance(weights, torch.Tensor) else type(weights).__name__
         raise ValueError(f"weights must be (B, T, S) with B = {len(batch)} examples, got {got}")
+    require_float(weights, "weights")
+    require_dim(weights, "weights", 2, batch.src.shape[1], "S = ", "one column per source position")
+    require_tensor(tokens, "tokens")
+    if tuple(tokens.shape) != tuple(weights.shape[:2]):
+        raise ValueError(
+            f"tokens must be the decoded tokens (B, T) = {tuple(weights.shape[:2])}, one per row of weights, "
+            f"got shape {tuple(tokens.shape)}"
+        )
+    require_sequence(indices, "indices", "example numbers")
+    for n, i in enumerate(indices):
+        require_int(i, f"indices[{n}]", 0, len(batch) - 1)
     panels: dict[str, list] = {"matrices": [], "xticklabels": [], "yticklabels": [], "titles": []}
     for i in indices:
         src_len = int(batch.src_len[i])
@@ -117,7 +128,11 @@ def plot_decoding_step(
     """
     if not isinstance(weights, torch.Tensor) or weights.ndim != 2:
         raise ValueError(f"weights must be a (T, S) tensor for one example, got {getattr(weights, 'shape', weights)!r}")
+    require_float(weights, "weights")
+    require_finite(weights, "weights")
     num_steps, num_src = weights.shape
+    require_sequence(src_labels, "src_labels", "token labels")
+    require_sequence(out_labels, "out_labels", "token labels")
     if len(src_labels) != num_src or len(out_labels) != num_steps:
         raise ValueError(
             f"need S = {num_src} source labels and T = {num_steps} output labels, "
