@@ -109,6 +109,8 @@ def time_per_token(model: nn.Module, lengths, *, use_cache: bool, repeats: int =
     """
     if not isinstance(model, nn.Module) or not hasattr(model, "blocks") or not hasattr(model, "vocab_size"):
         raise TypeError(f"model must be a DecoderOnlyLM, got {type(model).__name__}")
+    if isinstance(lengths, str | bytes) or not hasattr(lengths, "__iter__"):
+        raise TypeError(f"lengths must be a sequence of token counts, got {type(lengths).__name__}")
     lengths = [require_int(n, "each length") for n in lengths]
     require_int(repeats, "repeats")
     if not isinstance(use_cache, bool):

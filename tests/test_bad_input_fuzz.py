@@ -246,6 +246,19 @@ def _block_call(kind, x, src_len=None, memory=None):
             TypeError,
             r"batch must be a Batch of a task .*got NoneType",
         ),
+        # a timing helper, a memory figure and a check given the wrong kind of argument
+        (
+            lambda: ac.time_per_token(ac.DecoderOnlyLM(5, 8, 2, 1, max_len=8), None, use_cache=True),
+            TypeError,
+            r"lengths must be a sequence of token counts, got NoneType",
+        ),
+        (lambda: ac.plot_peak_memory([64, 128], [[1, 2]]), TypeError, r"peaks must map each version's name"),
+        (lambda: ac.plot_peak_memory(64, {"a": [1]}), TypeError, r"sizes must be a sequence of lengths N, got int"),
+        (
+            lambda: ac.checks.check_pooling_limit(1.0, {"a": 1}),
+            TypeError,
+            r"y_train must hold the training targets as numbers, got dict",
+        ),
     ],
 )
 def test_bad_input_is_named(call, error, match):
@@ -272,8 +285,9 @@ def test_a_decoder_block_on_no_target_positions_gives_no_outputs():
         ),
         lambda g: ac.plot_lagrange_basis(torch.tensor([0.0, 1.0, 2.0]).requires_grad_()),
         lambda g: ac.plot_weight_comparison(1.0, torch.tensor([0.0, 1.0, 2.0]).requires_grad_(), torch.rand(3)),
+        lambda g: ac.checks.check_pooling_limit(2.0, torch.tensor([1.0, 2.0, 3.0]).requires_grad_()),
     ],
-    ids=["curve-mean-var", "lagrange-basis", "weight-comparison"],
+    ids=["curve-mean-var", "lagrange-basis", "weight-comparison", "pooling-limit-check"],
 )
 def test_inputs_that_require_grad_give_no_warning(call, recwarn):
     """PyTorch warns once per process about ``float()`` of a tensor that requires grad: ask it to warn every time."""

@@ -66,9 +66,14 @@ def check_pooling_limit(answer, y_train: torch.Tensor) -> Feedback:
     value = _number(answer, "one number computed from the training targets")
     if isinstance(value, Feedback):
         return value
-    if not isinstance(y_train, torch.Tensor):
+    if isinstance(y_train, torch.Tensor):
+        y_train = y_train.detach()  # a target that requires grad is read for its values alone
+    else:
         require_sequence(y_train, "y_train", "training targets")
-    y_train = torch.as_tensor(y_train, dtype=torch.float64)
+    try:
+        y_train = torch.as_tensor(y_train, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError) as error:
+        raise TypeError(f"y_train must hold the training targets as numbers, got {type(y_train).__name__}") from error
     target = float(y_train.mean())
     if math.isclose(value, target, rel_tol=1e-4, abs_tol=1e-4):
         return _ok(

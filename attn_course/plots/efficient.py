@@ -36,6 +36,10 @@ def plot_peak_memory(sizes: Sequence[int], peaks: Mapping[str, Sequence[float]],
         peaks: version name -> peak bytes at each size (``efficient_cost.peak_memory``).
         ax: axes to draw on, or None for a new figure.
     """
+    if not isinstance(peaks, Mapping):
+        raise TypeError(f"peaks must map each version's name to its peak bytes per size, got {type(peaks).__name__}")
+    if isinstance(sizes, str | bytes) or not isinstance(sizes, Sequence):
+        raise TypeError(f"sizes must be a sequence of lengths N, got {type(sizes).__name__}")
     if not sizes or not peaks:
         raise ValueError("sizes and peaks must not be empty")
     for name, values in peaks.items():
