@@ -45,6 +45,8 @@ def kv_cache_bytes(
     if latent_dim is not None:
         require_int(latent_dim, "latent_dim")
         require_int(rope_dim, "rope_dim", 0)
+        if rope_dim % 2:
+            raise ValueError(f"rope_dim must be even (RoPE rotates pairs of features), got {rope_dim}")
         if num_kv_heads is not None or head_size is not None:
             raise ValueError(
                 "with latent_dim (multi-head latent attention) the cache holds latents, not per-head keys and values: "

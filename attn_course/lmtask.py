@@ -61,47 +61,53 @@ def half_losses(model: nn.Module, tokens: torch.Tensor, ablate=(), ablation: str
     if tokens.shape[1] < 3 or tokens.shape[1] % 2 == 0:
         raise ValueError(f"tokens must be repeat_task sequences of 2 n + 1 >= 3 positions, got {tuple(tokens.shape)}")
     require_choice(ablation, "ablation", ("zero", "mean"))
-    if ablation == "zero" or not ablate:
-        first, second = _half_losses(model(tokens, ablate=ablate), tokens)
-        return float(first), float(second)
+    first, second = _half_losses(_ablated_pass(model, tokens, ablate, ablation), tokens)
+    return float(first), float(second)
+
+
+def _ablated_pass(model: nn.Module, tokens: torch.Tensor, ablate, ablation: str, positions=None) -> torch.Tensor:
+    """The logits (B, T, C) of ``model(tokens)`` with the heads of ``ablate`` set to 0 (``"zero"``) or to their mean
+    over ``tokens`` at each position (``"mean"``); with ``positions`` (a list of ints), only at those positions."""
+    if not ablate or (ablation == "zero" and positions is None):
+        return model(tokens, ablate=ablate)
+    chosen: dict[int, list[int]] = {}
     for pair in ablate:
         if not (isinstance(pair, tuple) and len(pair) == 2):
             raise TypeError(f"ablate must hold (layer, head) pairs, got {pair!r}")
-        require_int(pair[0], "layer in ablate", 0, len(model.blocks) - 1)
-        require_int(pair[1], "head in ablate", 0, model.num_heads - 1)
+        layer = require_int(pair[0], "layer in ablate", 0, len(model.blocks) - 1)
+        chosen.setdefault(layer, []).append(require_int(pair[1], "head in ablate", 0, model.num_heads - 1))
     projections = [_output_projection(block) for block in model.blocks]
+    rows = slice(None) if positions is None else torch.tensor(positions, dtype=torch.long)  # the positions ablated
     means: dict[int, torch.Tensor] = {}
+    if ablation == "mean":
 
-    def record(layer):
-        return lambda module, inputs: means.update({layer: inputs[0].mean(dim=0)})  # (T, H * dh): heads side by side
+        def record(layer):  # the mean over the sequences of W_O's input, (T, H * dh): the heads side by side
+            return lambda module, inputs: means.update({layer: inputs[0].mean(dim=0)})
 
-    hooks = [p.register_forward_pre_hook(record(layer)) for layer, p in enumerate(projections)]
-    try:
-        model(tokens)
-    finally:
-        for hook in hooks:
-            hook.remove()
-    size = means[0].shape[-1] // model.num_heads  # dh
+        hooks = [p.register_forward_pre_hook(record(layer)) for layer, p in enumerate(projections)]
+        try:
+            model(tokens)
+        finally:
+            for hook in hooks:
+                hook.remove()
 
     def replace(layer, heads):
         def hook(module, inputs):
             x = inputs[0].clone()  # (B, T, H * dh)
+            size = x.shape[-1] // model.num_heads  # dh
             for head in heads:
-                x[..., head * size : (head + 1) * size] = means[layer][:, head * size : (head + 1) * size]
+                part = slice(head * size, (head + 1) * size)
+                x[:, rows, part] = means[layer][rows, part] if ablation == "mean" else 0.0
             return (x,)
 
         return hook
 
-    chosen: dict[int, list[int]] = {}
-    for layer, head in ablate:
-        chosen.setdefault(layer, []).append(head)
     hooks = [projections[layer].register_forward_pre_hook(replace(layer, heads)) for layer, heads in chosen.items()]
     try:
-        first, second = _half_losses(model(tokens), tokens)
+        return model(tokens)
     finally:
         for hook in hooks:
             hook.remove()
-    return float(first), float(second)
 
 
 def _output_projection(block: nn.Module) -> nn.Module:
@@ -193,16 +199,30 @@ def _require_repeats(model: nn.Module, tokens) -> int:
 
 
 @torch.no_grad()
-def head_scores(model: nn.Module, tokens: torch.Tensor, ablate=()) -> dict[str, torch.Tensor]:
+def head_scores(
+    model: nn.Module, tokens: torch.Tensor, ablate=(), *, ablation: str = "zero", positions=None
+) -> dict[str, torch.Tensor]:
     """How much each head behaves as a previous-token head and as an induction head, on ``repeat_task`` sequences.
 
     Returns ``{"previous": (L, H), "induction": (L, H)}``: the mean attention weight from position ``t`` to
     ``t - 1`` (over ``t = 1 .. 2n``), and from position ``n + i`` to ``i + 1`` (over ``i = 1 .. n - 1``), averaged
-    over the batch. A head that always looks where the name says scores 1. ``ablate``: (layer, head) pairs switched
-    off during the pass, as in ``DecoderOnlyLM.forward`` (how much a head's pattern depends on another head).
+    over the batch. A head that always looks where the name says scores 1.
+
+    ``ablate``: (layer, head) pairs switched off during the pass (how much a head's pattern depends on another
+    head), set to 0 (``ablation="zero"``, as in ``DecoderOnlyLM.forward``) or to their mean over ``tokens`` at each
+    position (``"mean"``). ``positions``: None (every position) or a list of the positions where they are switched
+    off: the first half's positions ``1 .. n`` change only the keys that the repeated half's queries read, the
+    repeated half's ``n + 1 .. 2n`` only those queries.
     """
     half = _require_repeats(model, tokens)
-    model(tokens, ablate=ablate)
+    require_choice(ablation, "ablation", ("zero", "mean"))
+    if positions is not None:
+        if isinstance(positions, (str, bytes)) or not hasattr(positions, "__iter__"):
+            raise TypeError(f"positions must be None or a list of positions, got {type(positions).__name__}")
+        positions = [require_int(p, "each of positions", 0, tokens.shape[1] - 1) for p in positions]
+        if not positions:
+            raise ValueError("positions must hold at least one position (or be None: every position)")
+    _ablated_pass(model, tokens, ablate, ablation, positions)
     weights = model.attention_weights()  # (B, L, H, T, T)
     t = torch.arange(1, tokens.shape[1])
     previous = weights[..., t, t - 1].mean(dim=(0, -1))  # (B, L, H, 2n) -> (L, H)

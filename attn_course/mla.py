@@ -114,7 +114,19 @@ class MultiHeadLatentAttention(nn.Module):
             raise TypeError(f"absorbed must be True or False, got {absorbed!r} ({type(absorbed).__name__})")
         if cache is not None and not isinstance(cache, KVCache):
             raise TypeError(f"cache must be an attn_course.KVCache or None, got {type(cache).__name__}")
+        if x.dtype != self.W_Q.weight.dtype:
+            raise TypeError(
+                f"x has dtype {x.dtype} but the layer's parameters are {self.W_Q.weight.dtype}; "
+                f"convert x with x.to({self.W_Q.weight.dtype}), or the layer with .to({x.dtype})"
+            )
         (B, T, _), H, dh, dr = x.shape, self.num_heads, self.head_dim, self.rope_dim
+        if keep_heads is not None:
+            require_float(keep_heads, "keep_heads")
+            if keep_heads.ndim != 1 or keep_heads.shape[0] != H:
+                raise ValueError(
+                    f"keep_heads must have shape (H,) = ({H},), one factor per head, "
+                    f"got shape {tuple(keep_heads.shape)}"
+                )
         if positions is None:
             start = 0 if cache is None else cache.next_position
             positions = torch.arange(start, start + T, device=x.device)
@@ -139,6 +151,13 @@ class MultiHeadLatentAttention(nn.Module):
         if tuple(mask.shape) != (T, K):
             raise ValueError(f"mask must have shape (T, K) = ({T}, {K}), got shape {tuple(mask.shape)}")
 
+        if bias is not None:
+            require_float(bias, "bias")
+            if bias.ndim != 3 or bias.shape[0] not in (1, H) or tuple(bias.shape[1:]) != (T, K):
+                raise ValueError(
+                    f"bias must have shape (H, T, K) = ({H}, {T}, {K}), added to the scores, got shape "
+                    f"{tuple(bias.shape)}"
+                )
         W_UK, W_UV = self._heads(self.W_UK.weight, dh), self._heads(self.W_UV.weight, dh)  # (H, dh, d_c) each
         rope_scores = q_rope @ k_rope.transpose(-2, -1)  # (B, H, T, d_R) x (B, 1, d_R, K) -> (B, H, T, K)
         if absorbed:

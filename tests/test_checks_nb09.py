@@ -93,7 +93,6 @@ def test_check_decode_step_right_answer():
     "answer, words",
     [
         (None, ["replace None"]),
-        (_step_without_none, ["first call gets cache None"]),
         (lambda q, k, v, c: _decode_step(q, k, v, c, include_cache=False), ["ignores the cached positions", "dim 2"]),
         (_step_keeping_one, ["should have shape", "concatenate", "dim 2"]),
         (lambda q, k, v, c: _decode_step(q, k, v, c, new_first=True), ["goes after the cached ones"]),
@@ -105,13 +104,52 @@ def test_check_decode_step_right_answer():
         (lambda q, k, v, c: (_decode_step(q, k, v, c)[0], None), ["tuple (keys, values)"]),
         (lambda q, k, v, c: (_decode_step(q, k, v, c)[0][:, :, 0], _decode_step(q, k, v, c)[1]), ["out should have"]),
         (_step_in_place, ["in place", "q"]),
-        (_step_stacking, ["failed at step 2", "concatenate", "dim 2"]),
     ],
 )
 def test_check_decode_step_hints(answer, words):
     feedback = check_decode_step(answer)
     assert_hint(feedback, *words)
     assert "Error:" not in feedback.message  # the hints explain; they do not repeat a raw error
+
+
+def _step_with_a_typo(q, k, v, cache):
+    keys = k if cache is None else torch.cat([cache[0], k], dim=2)
+    values = v if cache is None else torch.cat([cache[1], v], dim=2)
+    return _decode_step(q, keys, values, None)[0], (kyes, values)  # noqa: F821  (a typo: NameError)
+
+
+def _step_without_transpose(q, k, v, cache):
+    keys = k if cache is None else torch.cat([cache[0], k], dim=2)
+    values = v if cache is None else torch.cat([cache[1], v], dim=2)
+    weights = torch.softmax(q @ keys / math.sqrt(q.shape[-1]), dim=-1)  # keys not transposed: a shape error
+    return weights @ values, (keys, values)
+
+
+def _step_failing_later(q, k, v, cache):
+    if cache is not None and cache[0].shape[2] == 2:
+        raise ValueError("my own mistake")
+    return _decode_step(q, k, v, cache)
+
+
+@pytest.mark.parametrize(
+    "answer, words, unwanted",
+    [
+        # the first call fails for a reason other than cache None: the raised error, not the None hint
+        (_step_with_a_typo, ["at step 0", "NameError", "kyes"], "first call gets cache None"),
+        (_step_without_transpose, ["at step 0", "RuntimeError"], "first call gets cache None"),
+        # a later call fails: the raised error; the concatenation hint only for tensors of mismatched sizes
+        (_step_failing_later, ["at step 2", "ValueError", "my own mistake"], "concatenate"),
+        (_step_stacking, ["at step 2", "RuntimeError", "size", "concatenate", "dim 2"], "first call"),
+    ],
+)
+def test_check_decode_step_reports_the_error_raised(answer, words, unwanted):
+    feedback = check_decode_step(answer)
+    assert_hint(feedback, *words)
+    assert unwanted not in feedback.message
+
+
+def test_check_decode_step_none_hint_names_the_error_too():
+    assert_hint(check_decode_step(_step_without_none), "first call gets cache None", "NoneType")
 
 
 def test_check_cache_memory_right_answer():
@@ -145,9 +183,11 @@ def _absorbed_in_place(q, w_uk, latents):
 
 
 def test_check_absorbed_scores_right_answer():
-    assert_correct(check_absorbed_scores(_absorbed), "without building any key")
+    assert_correct(check_absorbed_scores(_absorbed), "every hidden case", "need no key")
     keys_built = lambda q, w, c: q @ torch.einsum("hdc,bkc->bhdk", w, c)  # noqa: E731  (the plain way passes too)
-    assert_correct(check_absorbed_scores(keys_built))
+    feedback = check_absorbed_scores(keys_built)
+    assert_correct(feedback, "equal q_h . (W_UK_h c_j)")
+    assert "without building" not in feedback.message  # the praise does not claim what the answer may not do
 
 
 @pytest.mark.parametrize(

@@ -614,3 +614,55 @@ def test_alibi_bias_for_any_positions_equals_the_square_bias_of_the_rotary_modul
     got = model._alibi(torch.arange(6), torch.arange(6))
     assert_close(got, alibi_bias(4, 6, 6, dtype=torch.float64))
     assert_close(model._alibi(torch.arange(3, 6), torch.arange(6)), alibi_bias(4, 3, 6, dtype=torch.float64))
+
+
+def test_head_scores_ablated_at_some_positions_only():
+    model = _model()
+    tokens = repeat_task(3, 5, 11, generator=torch.Generator().manual_seed(3))
+    base = head_scores(model, tokens)
+    # Every position: the same as the model's own ablate= (a different code path).
+    assert_close(
+        head_scores(model, tokens, [(0, 1)], positions=range(11))["induction"],
+        head_scores(model, tokens, [(0, 1)])["induction"],
+    )
+    # By hand: head (0, 1)'s write into the residual stream taken back at positions 2 and 4 alone.
+    w_o = model.blocks[0].attention.W_o
+    rows = torch.tensor([2, 4])
+
+    def take_back(module, inputs, output):
+        head = inputs[0][:, rows, 4:8]  # (B, 2, dh): head 1's output at those positions
+        output = output.clone()
+        output[:, rows] -= head @ w_o.weight[:, 4:8].T
+        return output
+
+    hook = w_o.register_forward_hook(take_back)
+    try:
+        want = head_scores(model, tokens)
+    finally:
+        hook.remove()
+    got = head_scores(model, tokens, [(0, 1)], positions=[2, 4])
+    assert_close(got["induction"], want["induction"])
+    assert not torch.allclose(got["induction"][1], base["induction"][1])
+    # Mean ablation over one sequence changes nothing (its mean is itself), at any positions.
+    one = head_scores(model, tokens[:1], [(0, 1)], ablation="mean", positions=[1, 2, 3])
+    assert_close(one["induction"], head_scores(model, tokens[:1])["induction"])
+    # Ablated in the repeated half only: the first half's queries see nothing changed.
+    late = head_scores(model, tokens, [(0, 1)], ablation="mean", positions=range(6, 11))
+    weights = model.attention_weights()[:, 1, :, :6, :6]
+    with torch.no_grad():
+        model(tokens)
+    assert_close(weights, model.attention_weights()[:, 1, :, :6, :6])
+    assert late["induction"].shape == (2, 4)
+
+
+def test_head_scores_positions_errors():
+    model = _model()
+    tokens = repeat_task(1, 5, 11, generator=torch.Generator().manual_seed(3))
+    with pytest.raises(ValueError, match=r"each of positions must be an integer in \[0, 10\], got 11"):
+        head_scores(model, tokens, [(0, 1)], positions=[1, 11])
+    with pytest.raises(TypeError, match="positions must be None or a list of positions, got str"):
+        head_scores(model, tokens, [(0, 1)], positions="first")
+    with pytest.raises(ValueError, match="at least one position"):
+        head_scores(model, tokens, [(0, 1)], positions=[])
+    with pytest.raises(ValueError, match="ablation must be one of"):
+        head_scores(model, tokens, [(0, 1)], ablation="random")

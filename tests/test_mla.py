@@ -205,3 +205,42 @@ def test_errors():
         cache.update_latent(
             0, torch.zeros(1, 1, 1, 5, dtype=torch.float64), torch.zeros(1, 1, 1, 4, dtype=torch.float64)
         )
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_input_of_another_dtype_than_the_parameters_is_refused_by_name(dtype):
+    att = _mla()  # float64 parameters
+    with pytest.raises(TypeError, match=rf"x has dtype {dtype} but the layer's parameters are torch.float64"):
+        att(torch.randn(1, 3, 12).to(dtype))
+    cache = KVCache(1)
+    att(torch.randn(1, 3, 12, dtype=torch.float64), cache=cache)
+    cache.advance(torch.arange(3))
+    with pytest.raises(TypeError, match=rf"x has dtype {dtype}"):
+        att(torch.randn(1, 1, 12).to(dtype), cache=cache)
+
+
+def test_keep_heads_and_bias_of_the_wrong_shape_are_refused():
+    att, x = _mla(), torch.randn(2, 4, 12, dtype=torch.float64)
+    with pytest.raises(
+        ValueError, match=r"keep_heads must have shape \(H,\) = \(3,\), one factor per head, got shape \(2,\)"
+    ):
+        att(x, keep_heads=torch.ones(2, dtype=torch.float64))
+    with pytest.raises(TypeError, match="keep_heads must be a floating-point tensor"):
+        att(x, keep_heads=torch.ones(3, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"bias must have shape \(H, T, K\) = \(3, 4, 4\), added to the scores, got"):
+        att(x, bias=torch.zeros(3, 4, 5, dtype=torch.float64))
+    with pytest.raises(ValueError, match=r"bias must have shape \(H, T, K\)"):
+        att(x, bias=torch.zeros(4, 4, dtype=torch.float64))
+    # the right shapes work: a head switched off, a bias that changes the weights
+    off = att(x, keep_heads=torch.tensor([1.0, 0.0, 1.0], dtype=torch.float64))
+    assert torch.equal(att.head_outputs[:, 1], torch.zeros_like(att.head_outputs[:, 1]))
+    assert not torch.allclose(off, att(x))
+    att(x, bias=torch.zeros(3, 4, 4, dtype=torch.float64))
+
+
+def test_kv_cache_bytes_refuses_an_odd_rope_dim_as_the_layer_does():
+    with pytest.raises(ValueError, match="rope_dim must be even"):
+        kv_cache_bytes(2, None, None, 10, latent_dim=24, rope_dim=7)
+    with pytest.raises(ValueError, match="rope_dim must be even"):
+        MultiHeadLatentAttention(12, 3, 24, rope_dim=7)
+    assert kv_cache_bytes(2, None, None, 10, latent_dim=24, rope_dim=8) == 32 * 2 * 10 * 2

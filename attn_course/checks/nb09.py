@@ -115,16 +115,18 @@ def check_decode_step(fn) -> Feedback:
             if problem is not None:
                 if "in place" in problem.message:
                     return problem
-                if t == 0:
+                if t == 0 and "NoneType" in problem.message:  # the cache None used as a tuple or a tensor
                     return _hint(
                         "the first call gets cache None (nothing is cached yet): start the cache from the new k and "
-                        "v alone, and attend to them."
+                        f"v alone, and attend to them ({problem.message.rstrip('.')})."
                     )
-                return _hint(
-                    f"your function failed at step {t}, with {t} position{'s' if t > 1 else ''} cached: concatenate "
-                    f"the cached keys (B, H, {t}, d_h) and the new key (B, H, 1, d_h) on dim 2, and the same for the "
-                    "values."
-                )
+                cached = f"with {t} position{'s' if t != 1 else ''} cached"
+                if t > 0 and "size" in problem.message:  # tensors of mismatched shapes
+                    return _hint(
+                        f"at step {t}, {cached}, {problem.message.rstrip('.')}; concatenate the cached keys "
+                        f"(B, H, {t}, d_h) and the new key (B, H, 1, d_h) on dim 2, and the same for the values."
+                    )
+                return _hint(f"at step {t}, {cached}, {problem.message}")
             if not (isinstance(result, tuple) and len(result) == 2):
                 return _hint(f"return two things, (out, cache), got {type(result).__name__}.")
             out, cache = result
@@ -225,6 +227,6 @@ def check_absorbed_scores(fn) -> Feedback:
             "product with each latent c_j."
         )
     return _ok(
-        "(W_UK_h^T q_h) . c_j gives the same scores as q_h . (W_UK_h c_j), without building any key: the cache keeps "
-        "only the latents."
+        "your scores equal q_h . (W_UK_h c_j) on every hidden case. Computed as (W_UK_h^T q_h) . c_j, they need no "
+        "key at all: the cache keeps only the latents."
     )
