@@ -60,6 +60,7 @@ def half_losses(model: nn.Module, tokens: torch.Tensor, ablate=(), ablation: str
     require_tokens(tokens, "tokens", getattr(model, "vocab_size", 2**62))
     if tokens.shape[1] < 3 or tokens.shape[1] % 2 == 0:
         raise ValueError(f"tokens must be repeat_task sequences of 2 n + 1 >= 3 positions, got {tuple(tokens.shape)}")
+    _require_sequences(tokens)
     require_choice(ablation, "ablation", ("zero", "mean"))
     first, second = _half_losses(_ablated_pass(model, tokens, ablate, ablation), tokens)
     return float(first), float(second)
@@ -195,7 +196,16 @@ def _require_repeats(model: nn.Module, tokens) -> int:
     require_tokens(tokens, "tokens", getattr(model, "vocab_size", 2**62))
     if tokens.shape[1] < 5 or tokens.shape[1] % 2 == 0:
         raise ValueError(f"tokens must be repeat_task sequences of 2 n + 1 >= 5 positions, got {tuple(tokens.shape)}")
+    _require_sequences(tokens)
     return (tokens.shape[1] - 1) // 2
+
+
+def _require_sequences(tokens: torch.Tensor) -> None:
+    """A batch of at least one sequence: the scores and losses are means over the batch (of none: NaN)."""
+    if tokens.shape[0] == 0:
+        raise ValueError(
+            f"tokens must hold at least one sequence (the scores are means over them), got shape {tuple(tokens.shape)}"
+        )
 
 
 @torch.no_grad()

@@ -14,6 +14,12 @@ import torch
 import attn_course as ac
 from attn_course import tasks
 
+
+def _tiny_lm():
+    torch.manual_seed(0)
+    return ac.DecoderOnlyLM(8, 8, 2, 2, max_len=16)
+
+
 BATCH = tasks.make_batch(["12", "345"])
 _RESULTS = pd.DataFrame({"scheme": ["rope", "rope"], "seed": [0, 0], "test_len": [4, 8], "accuracy": [1.0, 0.5]})
 
@@ -253,6 +259,27 @@ def _block_call(kind, x, src_len=None, memory=None):
             r"lengths must be a sequence of token counts, got NoneType",
         ),
         (lambda: ac.plot_peak_memory([64, 128], [[1, 2]]), TypeError, r"peaks must map each version's name"),
+        # the decoder's figures and scores
+        (lambda: ac.plot_time_per_token([1, 2], None), TypeError, r"seconds must map each method's name"),
+        (lambda: ac.plot_time_per_token([1, 2], {}), ValueError, r"seconds must hold at least one method"),
+        (lambda: ac.plot_time_per_token(None, {"a": [1]}), TypeError, r"lengths must be a sequence"),
+        (
+            lambda: ac.plot_time_per_token([1, 2], {"a": [1]}),
+            ValueError,
+            r"seconds\['a'\] must hold one time per length",
+        ),
+        (lambda: ac.plot_head_patterns(torch.rand(2, 3, 5, 5), []), ValueError, r"heads must name at least one"),
+        (lambda: ac.plot_head_patterns(torch.rand(2, 3, 5, 5), None), TypeError, r"heads must be a list of"),
+        (lambda: ac.plot_head_patterns(torch.rand(2, 3, 5, 5), [(0, 5)]), ValueError, r"head in \[0, 2\]"),
+        (lambda: ac.plot_head_patterns(torch.rand(2, 3, 5, 5), [(0.5, 1)]), TypeError, r"pairs of integers"),
+        (lambda: ac.plot_head_patterns(torch.rand(2, 0, 5, 5), [(0, 0)]), ValueError, r"at least one layer, head"),
+        (lambda: ac.head_scores(_tiny_lm(), ac.repeat_task(3, 6, 8)[:0]), ValueError, r"at least one sequence"),
+        (lambda: ac.half_losses(_tiny_lm(), ac.repeat_task(3, 6, 8)[:0]), ValueError, r"at least one sequence"),
+        (
+            lambda: ac.copying_scores(_tiny_lm(), ac.repeat_task(3, 6, 8)[:0]),
+            ValueError,
+            r"at least one sequence",
+        ),
         (lambda: ac.plot_peak_memory(64, {"a": [1]}), TypeError, r"sizes must be a sequence of lengths N, got int"),
         (
             lambda: ac.checks.check_pooling_limit(1.0, {"a": 1}),

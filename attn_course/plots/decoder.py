@@ -8,6 +8,7 @@ module only draws what they return.
 from __future__ import annotations
 
 import math
+import operator
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -79,8 +80,27 @@ def plot_head_patterns(weights: torch.Tensor, heads, labels=None, titles=None, f
     """
     require_float(weights, "weights")
     require_rank(weights, "weights", (4,), "(L, H, T, T)")
+    num_layers, num_heads, n = weights.shape[0], weights.shape[1], weights.shape[-1]
+    if min(weights.shape) == 0:
+        raise ValueError(f"weights must hold at least one layer, head and position, got shape {tuple(weights.shape)}")
+    if isinstance(heads, str | bytes) or not hasattr(heads, "__iter__"):
+        raise TypeError(f"heads must be a list of (layer, head) pairs, got {type(heads).__name__}")
+    heads = list(heads)
+    if not heads:
+        raise ValueError("heads must name at least one (layer, head) pair, got none")
+    for k, pair in enumerate(heads):
+        if not isinstance(pair, tuple | list) or len(pair) != 2:
+            raise TypeError(f"each of heads must be a (layer, head) pair, got {pair!r}")
+        try:  # ints, NumPy integers and 0-d integer tensors (an argmax) all index
+            heads[k] = layer, head = operator.index(pair[0]), operator.index(pair[1])
+        except TypeError:
+            raise TypeError(f"heads must hold (layer, head) pairs of integers, got {pair!r}") from None
+        if not (0 <= layer < num_layers and 0 <= head < num_heads):
+            raise ValueError(
+                f"heads must hold (layer, head) pairs with layer in [0, {num_layers - 1}] and head in "
+                f"[0, {num_heads - 1}] (weights has shape {tuple(weights.shape)}), got {pair!r}"
+            )
     fig, axes = plt.subplots(1, len(heads), figsize=figsize, layout="constrained", squeeze=False)
-    n = weights.shape[-1]
     for i, (ax, (layer, head)) in enumerate(zip(axes[0], heads, strict=True)):
         mesh = _draw_matrix(ax, _np(weights[layer, head]), 0.0, 1.0, "Blues", annotate=False)
         _thin_ticks(ax, "x", labels, n, max_ticks=40)
@@ -145,6 +165,18 @@ def _next_token_title(probs: np.ndarray, temperature: float, top_k: int | None) 
 
 def plot_time_per_token(lengths, seconds: dict[str, list[float]], ax=None, figsize=(5.5, 3.4)) -> Figure:
     """Seconds per generated token against the sequence length, log-log, one line per method, with its slope."""
+    if isinstance(lengths, str | bytes) or not hasattr(lengths, "__len__"):
+        raise TypeError(f"lengths must be a sequence of token counts, got {type(lengths).__name__}")
+    if not isinstance(seconds, dict):
+        raise TypeError(
+            f"seconds must map each method's name to its times, one per length, got {type(seconds).__name__}"
+        )
+    if not seconds:
+        raise ValueError("seconds must hold at least one method's times, got an empty dict")
+    for name, values in seconds.items():
+        if not hasattr(values, "__len__") or len(values) != len(lengths):
+            count = len(values) if hasattr(values, "__len__") else type(values).__name__
+            raise ValueError(f"seconds[{name!r}] must hold one time per length ({len(lengths)}), got {count}")
     fig, ax = _new_axes(ax, figsize)
     for (name, values), marker in zip(seconds.items(), "os^", strict=False):
         slope = loglog_slope(list(lengths), list(values))
