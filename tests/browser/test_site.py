@@ -232,8 +232,11 @@ def accessibility_problems(page) -> list[str]:
     ]
 
 
-def check_in_browser(watched, url: str, name: str, screenshot: Path | None = None, audit: bool = False) -> None:
-    """Open the page and fail with everything a student would find broken; ``audit`` adds axe-core's audit."""
+def check_in_browser(
+    watched, url: str, name: str, screenshot: Path | None = None, audit: bool = False, then=None
+) -> None:
+    """Open the page and fail with everything a student would find broken; ``audit`` adds axe-core's audit, and
+    ``then(page)`` more checks on the same page once it is settled (those that click or move something, last)."""
     bad_responses = watch_responses(watched)
     watched.page.goto(url)
     failures = settle(watched.page)
@@ -244,6 +247,8 @@ def check_in_browser(watched, url: str, name: str, screenshot: Path | None = Non
         watched.page.screenshot(path=str(screenshot), full_page=True)
     if audit:
         failures += accessibility_problems(watched.page)
+    if then is not None:
+        failures += then(watched.page)
     failures += watched.problems() + bad_responses
     if failures:
         pytest.fail(f"{name} ({url}):\n  " + "\n  ".join(failures), pytrace=False)
@@ -251,17 +256,18 @@ def check_in_browser(watched, url: str, name: str, screenshot: Path | None = Non
 
 @pytest.mark.parametrize("name", PAGES)
 def test_page_from_a_static_host(name, site_url, watched_page, screenshots):
-    """Served over HTTP from 127.0.0.1, the page is complete, asks no other host for anything, and axe-core finds no
-    serious or critical accessibility problem in it (light mode; dark mode below)."""
-    check_in_browser(
-        watched_page, urljoin(site_url, name), name, screenshots / name.replace(".html", ".png"), audit=True
-    )
+    """Served over HTTP from 127.0.0.1, the page is complete, asks no other host for anything, axe-core finds no
+    serious or critical accessibility problem in it (light mode; dark mode below), and every control of its slider
+    panels shows the frame drawn for its new value (``slider_failures``)."""
+    shot = screenshots / name.replace(".html", ".png")
+    check_in_browser(watched_page, urljoin(site_url, name), name, shot, audit=True, then=slider_failures(name))
 
 
 @pytest.mark.parametrize("name", PAGES)
 def test_page_opened_from_disk(name, site, watched_page):
-    """Opened as a file (the site handed out as a folder), the page is just as complete."""
-    check_in_browser(watched_page, (site / name).as_uri(), name)
+    """Opened as a file (the site handed out as a folder), the page is just as complete, and each worked solution,
+    closed on arrival, opens when its summary is clicked (``solution_failures``)."""
+    check_in_browser(watched_page, (site / name).as_uri(), name, then=solution_failures(name))
 
 
 # --------------------------------------------------------------------------------------------- the files
@@ -408,23 +414,27 @@ def test_every_solution_is_a_closed_dropdown(notebook, site):
     assert not re.search(r"<details\b[^>]*\bopen\b", text), f"{notebook.stem}.html: a dropdown is open on arrival"
 
 
-WITH_SOLUTIONS = [p for p in NOTEBOOKS if solution_cells(p)]
+def solution_failures(name: str):
+    """Checks for a settled page: each worked solution is a closed <details> that opens when its summary is clicked."""
 
+    def check(page) -> list[str]:
+        notebook = ROOT / "notebooks" / name.replace(".html", ".ipynb")
+        wanted = len(solution_cells(notebook)) if notebook.is_file() else 0
+        details = page.locator(".bd-article details").filter(has_text=re.compile("solution", re.I))
+        if details.count() != wanted:
+            return [f"{details.count()} solution dropdowns on the page, its notebook has {wanted} solution cells"]
+        failures = []
+        for i in range(details.count()):
+            one = details.nth(i)
+            if one.evaluate("d => d.open"):
+                failures.append(f"solution {i + 1} is open before any click")
+                continue
+            one.locator("summary").first.click()
+            if not one.evaluate("d => d.open"):
+                failures.append(f"solution {i + 1} did not open when clicked")
+        return failures
 
-@pytest.mark.skipif(not WITH_SOLUTIONS, reason="no notebook has cells tagged solution yet")
-@pytest.mark.parametrize("notebook", WITH_SOLUTIONS, ids=[p.name for p in WITH_SOLUTIONS])
-def test_solutions_open_when_clicked(notebook, site, watched_page):
-    page = watched_page.page
-    page.goto((site / (notebook.stem + ".html")).as_uri())
-    page.wait_for_load_state("load")
-    details = page.locator(".bd-article details").filter(has_text=re.compile("solution", re.I))
-    assert details.count() == len(solution_cells(notebook))
-    for i in range(details.count()):
-        one = details.nth(i)
-        assert one.evaluate("d => !d.open"), f"solution {i + 1} is open before any click"
-        one.locator("summary").first.click()
-        assert one.evaluate("d => d.open"), f"solution {i + 1} did not open when clicked"
-    assert not watched_page.problems(), watched_page.problems()
+    return check
 
 
 def test_search_works_offline(site_url, watched_page):
@@ -603,29 +613,30 @@ def test_every_slider_panel_is_a_grid_of_frames(site):
             assert 2 <= int(count) <= MAX_FRAMES, f"{name}: a panel of {count} frames, more than {MAX_FRAMES}"
 
 
-@pytest.mark.parametrize("name", [p for p in NOTEBOOK_PAGES if frame_panels(p)] if SITE.is_dir() else NOTEBOOK_PAGES)
-def test_site_sliders_move_their_figure(name, site_url, watched_page):
-    """Moving any control of any panel shows, within one animation frame, the frame Python drew for the new values."""
-    page = watched_page.page
-    page.goto(urljoin(site_url, name))
-    late = settle(page)
-    assert not late, late
-    failures = []
-    for panel in range(frame_panels(name)):
-        control, count = 0, 1
-        while control < count:
-            result = page.evaluate(FRAMES_JS, [panel, control])
-            where = f"panel {panel + 1}, control {control + 1}"
-            if "error" in result:
-                failures.append(f"{where}: {result['error']}")
-                break
-            count = result["controls"]
-            before, after = result["before"]["place"], result["after"]["place"]
-            moved = [k for k in range(len(before)) if before[k] != after[k]]
-            if moved != [control]:
-                failures.append(f"{where}: the frame went from {before} to {after}, not along control {control + 1}")
-            if not (result["after"]["hashMatches"] and result["after"]["decoded"]):
-                failures.append(f"{where}: the frame shown for {after} is not the image Python drew for it")
-            control += 1
-    failures += watched_page.problems()
-    assert not failures, f"{name}:\n  " + "\n  ".join(failures)
+def slider_failures(name: str):
+    """Checks for a settled page: moving any control of any slider panel shows, within one animation frame, the frame
+    Python drew for the new values."""
+
+    def check(page) -> list[str]:
+        failures = []
+        for panel in range(frame_panels(name)):
+            control, count = 0, 1
+            while control < count:
+                result = page.evaluate(FRAMES_JS, [panel, control])
+                where = f"slider panel {panel + 1}, control {control + 1}"
+                if "error" in result:
+                    failures.append(f"{where}: {result['error']}")
+                    break
+                count = result["controls"]
+                before, after = result["before"]["place"], result["after"]["place"]
+                moved = [k for k in range(len(before)) if before[k] != after[k]]
+                if moved != [control]:
+                    failures.append(
+                        f"{where}: the frame went from {before} to {after}, not along control {control + 1}"
+                    )
+                if not (result["after"]["hashMatches"] and result["after"]["decoded"]):
+                    failures.append(f"{where}: the frame shown for {after} is not the image Python drew for it")
+                control += 1
+        return failures
+
+    return check
