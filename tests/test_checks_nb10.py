@@ -165,6 +165,8 @@ def _bad_tile(kind):
             probs = torch.exp(scores - new_max[:, None])
             rescale = torch.exp(running_max - new_max)
             return new_max, running_sum * rescale + probs.sum(-1), acc * rescale[:, None] + probs @ values
+        if kind == "nan-sum":  # the output right, the running sum NaN: the NaN is named, not missed
+            return new_max, new_sum * math.nan, new_acc
         if kind == "safe-max-returned":
             return safe, new_sum, new_acc
         if kind == "acc-in-place":
@@ -198,6 +200,7 @@ def _bad_tile(kind):
         ("normalised", ["un-normalised", "once, after the last block"]),
         ("old-max", ["against the new maximum"]),
         ("nan-on-masked", ["fully masked block gives NaN", "-inf - (-inf)", "torch.where"]),
+        ("nan-sum", ["new_sum on", "holds NaN"]),
         ("safe-max-returned", ["must stay -inf", "only inside exp"]),
         ("acc-in-place", ["changed its input acc in place", "hidden case"]),
         ("scores-in-place", ["changed its input scores in place"]),

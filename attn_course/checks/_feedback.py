@@ -118,6 +118,11 @@ def _call_learner(fn, *args):
         return None, _hint(f"your function raised {type(error).__name__}: {str(error).rstrip('.')}.")
 
 
+def _first_hint(*hints: Feedback | None) -> Feedback | None:
+    """The first hint that is not None (a Feedback that is not passed is falsy, so ``or`` cannot pick it)."""
+    return next((hint for hint in hints if hint is not None), None)
+
+
 def _call_on_copies(fn, args: dict):
     """The learner's ``fn`` called on copies of the named ``args`` (compute the reference from ``args`` themselves).
 

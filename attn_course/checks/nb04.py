@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from ..data import three_token_example
-from ._feedback import Feedback, _close, _hint, _not_finite, _ok, _rounded, _tensor_answer
+from ._feedback import Feedback, _close, _first_hint, _hint, _not_finite, _ok, _rounded, _tensor_answer
 
 __all__ = [
     "check_new_token_key",
@@ -22,11 +22,6 @@ __all__ = [
 ]
 
 NEW_TOKEN = (2.0, 0.0, 1.0, 1.0)
-
-
-def _first_hint(*hints: Feedback | None) -> Feedback | None:
-    """The first hint that is not None (a Feedback that is not passed is falsy, so ``or`` cannot pick it)."""
-    return next((hint for hint in hints if hint is not None), None)
 
 
 def _parts():

@@ -9,6 +9,7 @@ import torch
 from ._feedback import (
     Feedback,
     _call_on_copies,
+    _first_hint,
     _function_answer,
     _hint,
     _not_finite,
@@ -298,7 +299,7 @@ def check_tile_update(update) -> Feedback:
                 "exp(scores - new_max[:, None]) @ values."
             )
         if not _close(new_sum, want_sum):
-            hint = _not_finite(new_sum, f"new_sum on {what}") or _rounded(new_sum, want_sum)
+            hint = _first_hint(_not_finite(new_sum, f"new_sum on {what}"), _rounded(new_sum, want_sum))
             if hint is not None:
                 return hint
             if _close(new_sum, inputs["running_sum"]):
