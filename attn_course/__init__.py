@@ -29,6 +29,7 @@ Every notebook imports it; each module covers one idea, in course order:
 * ``checks``    instant feedback for the exercises
 * ``efficient``  the online softmax and a tiled (FlashAttention) forward pass, causal and local (notebook 10)
 * ``efficient_cost``  peak memory measured with the profiler, bytes moved in an IO model (notebook 10)
+* ``linear``    linear attention: feature maps, recurrent and chunked forms, decay, the delta rule (notebook 12)
 
 Axis names, used in every docstring and shape comment:
 
@@ -45,7 +46,7 @@ Masks are boolean, ``True`` where a query may attend. Every function keeps the f
 dtype it is given and never modifies its inputs in place.
 """
 
-from . import checks, data, tasks
+from . import checks, data, linear, plots, rotary, tasks
 from .cost import attention_cost, loglog_slope
 from .decoder import DecoderOnlyLM
 from .efficient import block_counts, flash_attention, online_softmax
@@ -56,16 +57,15 @@ from .interpolation import curve_mean_var
 from .kernels import KERNELS, boxcar, constant, epanechnikov, gaussian, lagrange_basis, nadaraya_watson
 from .kvcache import KVCache, kv_cache_bytes
 from .layers import AdditiveAttention, DotProductAttention, NWKernelRegression
+from .linear import *  # noqa: F403  (the names in linear.__all__)
 from .lmtask import copying_scores, half_losses, head_scores, repeat_task, train_lm
 from .masking import causal_mask, masked_softmax, sequence_mask
 from .mla import MultiHeadLatentAttention
 from .multihead import MultiHeadAttention, merge_heads, multi_head_attention, repeat_kv_heads, split_heads
 from .plots import (
     plot_accuracy_by_length,
-    plot_alibi,
     plot_alignments,
     plot_decoding_step,
-    plot_extrapolation,
     plot_half_losses,
     plot_head_patterns,
     plot_head_scores,
@@ -82,8 +82,6 @@ from .plots import (
     plot_peak_memory,
     plot_query_weights,
     plot_regression,
-    plot_rope_angles,
-    plot_rope_scores,
     plot_rotation,
     plot_saturation,
     plot_self_attention_steps,
@@ -96,8 +94,10 @@ from .plots import (
     show_matrix,
 )
 from .plots.decoder import plot_cache_bytes
+from .plots.linear import *  # noqa: F403  (the names in plots.linear.__all__)
+from .plots.rotary import *  # noqa: F403  (the names in plots.rotary.__all__)
 from .positional import frequencies, positional_encoding, rotation_matrix
-from .rotary import alibi_bias, apply_rope
+from .rotary import *  # noqa: F403  (the names in rotary.__all__)
 from .scaling import dot_product_variance, mean_entropy
 from .scoring import additive_scores, attention_pooling, dot_product_scores, scaled_dot_product_attention
 from .selfattention import SelfAttentionSteps, self_attention_steps
@@ -196,12 +196,6 @@ __all__ = [
     "plot_io_cost",
     "plot_peak_memory",
     "plot_tiles",
-    "apply_rope",
-    "alibi_bias",
-    "plot_rope_angles",
-    "plot_rope_scores",
-    "plot_alibi",
-    "plot_extrapolation",
     "DecoderOnlyLM",
     "KVCache",
     "generate",
@@ -218,4 +212,8 @@ __all__ = [
     "plot_head_scores",
     "plot_next_token",
     "plot_time_per_token",
+    *rotary.__all__,
+    *linear.__all__,
+    *plots.rotary.__all__,
+    *plots.linear.__all__,
 ]

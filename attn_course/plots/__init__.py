@@ -11,30 +11,31 @@
 * ``decoder``        the decoder-only model (notebook 09)
 * ``efficient``      efficient attention: memory, tiles, the IO model (notebook 10)
 * ``rotary``         RoPE's angles and scores, ALiBi's bias, the extrapolation experiment (notebook 11)
+* ``linear``         linear attention (notebook 12)
 
 Every function takes ``ax=None`` (or ``axes=None``), draws on a new figure when none is given, returns the
 ``Figure``, labels its axes, and never calls ``plt.show()`` or changes global matplotlib settings. A figure that a
 slider panel updates in place says so in its docstring (see ``attn_course.widgets``).
 """
 
+from . import linear, rotary
 from .decoder import plot_half_losses, plot_head_patterns, plot_head_scores, plot_next_token, plot_time_per_token
 from .efficient import plot_io_cost, plot_peak_memory, plot_tiles
 from .gallery import plot_masking_demo, plot_pattern_gallery
 from .heatmaps import show_heatmaps
 from .interpolation import plot_lagrange_basis, plot_noisy_fit, plot_weight_comparison
+from .linear import *  # noqa: F403  (the names in linear.__all__)
 from .models import plot_head_weights, plot_rotation, plot_transformer_attention
 from .pooling import plot_kernels, plot_nw_fit, plot_query_weights, plot_regression
-from .rotary import plot_alibi, plot_extrapolation, plot_rope_angles, plot_rope_scores
+from .rotary import *  # noqa: F403  (the names in rotary.__all__)
 from .scoring import plot_saturation
 from .selfattention import plot_self_attention_steps, plot_worked_example, show_matrix
 from .training import plot_accuracy_by_length, plot_alignments, plot_decoding_step, plot_history
 
 __all__ = [
     "plot_accuracy_by_length",
-    "plot_alibi",
     "plot_alignments",
     "plot_decoding_step",
-    "plot_extrapolation",
     "plot_half_losses",
     "plot_head_patterns",
     "plot_head_scores",
@@ -51,8 +52,6 @@ __all__ = [
     "plot_peak_memory",
     "plot_query_weights",
     "plot_regression",
-    "plot_rope_angles",
-    "plot_rope_scores",
     "plot_rotation",
     "plot_saturation",
     "plot_self_attention_steps",
@@ -63,4 +62,6 @@ __all__ = [
     "plot_worked_example",
     "show_heatmaps",
     "show_matrix",
+    *rotary.__all__,
+    *linear.__all__,
 ]
