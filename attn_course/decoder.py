@@ -101,6 +101,7 @@ class DecoderOnlyBlock(nn.Module):
         self.ffn = PositionWiseFFN(num_hiddens, ffn_hiddens)
         self.dropout = nn.Dropout(dropout)
         self.positional = positional
+        self.rope_scaling = None  # a context-extension scaling of RoPE (DecoderOnlyLM.rope_scaling sets it)
         self.attention_weights: torch.Tensor | None = None
         self.head_outputs: torch.Tensor | None = None
 
@@ -121,7 +122,14 @@ class DecoderOnlyBlock(nn.Module):
         if self.positional == "rope":
             from .rotary import apply_rope
 
-            q, k = apply_rope(q, positions), apply_rope(k, positions)  # rotate by each position's angle
+            if self.rope_scaling is None:
+                q, k = apply_rope(q, positions), apply_rope(k, positions)  # rotate by each position's angle
+            else:
+                from .rotary import rope_attention_scale
+
+                scale = rope_attention_scale(self.rope_scaling)  # YaRN's 0.1 ln s + 1 on q and k, 1 otherwise
+                q = apply_rope(q, positions, scaling=self.rope_scaling) * scale  # (B, H, T, dh)
+                k = apply_rope(k, positions, scaling=self.rope_scaling) * scale  # (B, G, T, dh)
         if cache is not None:
             k, v = cache.update(layer, k, v)  # (B, G, K, dh): the kept positions, then the new ones
         out, weights = causal_attention(q, repeat_kv_heads(k, H), repeat_kv_heads(v, H), mask, bias)  # (B, H, T, dh)
@@ -155,6 +163,10 @@ class DecoderOnlyLM(nn.Module):
         attention: ``"mha"`` (multi-head, or grouped-query with ``num_kv_heads``) or ``"mla"`` (multi-head latent
             attention, ``attn_course.mla``), which needs ``latent_dim`` (d_c) and takes ``rope_dim`` (d_R, even;
             > 0 for ``positional="rope"``, which then rotates the decoupled part only).
+        rope_scaling: None, or a context-extension scaling of RoPE's frequencies for ``positional="rope"`` with
+            ``attention="mha"`` (``attn_course.rotary.rope_frequencies``: ``("linear", s)``, ``("ntk", s)`` or
+            ``("yarn", s, original_len)``; YaRN also multiplies the queries and keys by ``rope_attention_scale``).
+            An attribute too: set ``model.rope_scaling`` after training to evaluate a trained model with it.
 
     ``forward(tokens, cache=None, window=None, sinks=0, ablate=())``: with a :class:`KVCache`, ``tokens`` continue
     the sequence the cache holds. ``window`` limits each query to the ``window`` most recent positions plus the
@@ -177,6 +189,7 @@ class DecoderOnlyLM(nn.Module):
         attention: str = "mha",
         latent_dim: int | None = None,
         rope_dim: int = 0,
+        rope_scaling=None,
     ):
         super().__init__()
         self.vocab_size = require_int(vocab_size, "vocab_size")
@@ -229,6 +242,25 @@ class DecoderOnlyLM(nn.Module):
         )
         self.norm = nn.LayerNorm(num_hiddens)
         self.head = nn.Linear(num_hiddens, vocab_size)
+        self.rope_scaling = rope_scaling
+
+    @property
+    def rope_scaling(self):
+        """None or RoPE's context-extension scaling (see the class docstring); setting it checks it."""
+        return self.blocks[0].rope_scaling
+
+    @rope_scaling.setter
+    def rope_scaling(self, scaling) -> None:
+        from .rotary import _require_scaling
+
+        scaling = _require_scaling(scaling)
+        if scaling is not None and (self.positional != "rope" or self.attention != "mha"):
+            raise ValueError(
+                f"rope_scaling is for positional='rope' with attention='mha', got positional={self.positional!r}, "
+                f"attention={self.attention!r}"
+            )
+        for block in self.blocks:
+            block.rope_scaling = scaling
 
     def _alibi(self, positions: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor:
         """ALiBi's bias (H, T, K) for any query and key positions: the bias at distance 1, times the distance."""

@@ -6,6 +6,9 @@ working together do it (an induction circuit): a *previous-token* head writes in
 before it; an *induction* head at position ``n + i`` (token ``a_i``) looks for the earlier position whose previous
 token is ``a_i``, which is position ``i + 1``, and copies the token found there, ``a_{i+1}``.
 
+Notebook 11 adds an order-2 Markov source (``markov_task``), training on batches made once and shared between
+models (``fit_lm``), and the loss at each target position (``position_losses``).
+
 Shapes: ``B`` batch, ``n`` half length, ``T = 2 n + 1`` positions, ``C`` vocabulary size, ``L`` layers,
 ``H`` heads.
 """
@@ -19,9 +22,20 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from ._validate import require_choice, require_int, require_positive, require_tokens
+from ._validate import require_choice, require_int, require_number, require_positive, require_tokens
 
-__all__ = ["BOS_TOKEN", "repeat_task", "half_losses", "LMHistory", "train_lm", "head_scores", "copying_scores"]
+__all__ = [
+    "BOS_TOKEN",
+    "repeat_task",
+    "half_losses",
+    "LMHistory",
+    "train_lm",
+    "head_scores",
+    "copying_scores",
+    "markov_task",
+    "fit_lm",
+    "position_losses",
+]
 
 BOS_TOKEN = 0  # the first token of every sequence; the random tokens are 1 .. C - 1
 
@@ -273,3 +287,94 @@ def copying_scores(model: nn.Module, tokens: torch.Tensor, ablate=()) -> torch.T
         right = logits.gather(-1, index).squeeze(-1)  # (B, H, n - 1): the logit given to the next token
         scores.append((right - logits.mean(dim=-1)).mean(dim=(0, 2)))  # (H,)
     return torch.stack(scores)  # (L, H)
+
+
+def markov_task(
+    batch_size: int,
+    length: int,
+    table: torch.Tensor,
+    follow: float = 0.8,
+    *,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """(B, length) int64 sequences of an order-2 Markov source over ``C`` tokens (notebook 11).
+
+    The first two tokens are uniform; after them token ``t`` is ``table[x_{t-2}, x_{t-1}]`` with probability
+    ``follow``, otherwise uniform over the ``C`` tokens (which may draw the table's token too). The structure is local:
+    the best prediction needs the two previous tokens only, at any position, so its loss is the same at every
+    position: ``-(f + u) ln(f + u) - (C - 1) u ln u`` nats with ``f = follow``, ``u = (1 - f) / C``.
+
+    Args:
+        table: (C, C) int64, entries in ``0 .. C - 1``: the token that follows each pair.
+        follow: the probability f of the table's token, in [0, 1].
+        generator: the random source (None: PyTorch's global one).
+    """
+    require_int(batch_size, "batch_size")
+    require_int(length, "length", 2)
+    if not isinstance(table, torch.Tensor) or table.dim() != 2 or table.shape[0] != table.shape[1]:
+        got = tuple(table.shape) if isinstance(table, torch.Tensor) else type(table).__name__
+        raise ValueError(f"table must be a (C, C) tensor of tokens, got {got}")
+    require_tokens(table, "table", table.shape[0])
+    require_number(follow, "follow", "in [0, 1]", lambda v: 0 <= v <= 1)
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+    vocab = table.shape[0]
+    tokens = torch.randint(0, vocab, (batch_size, length), generator=generator)  # (B, T): the uniform draws
+    keep = torch.rand(batch_size, length, generator=generator) < follow  # (B, T): where the table decides
+    for t in range(2, length):
+        tokens[:, t] = torch.where(keep[:, t], table[tokens[:, t - 2], tokens[:, t - 1]], tokens[:, t])
+    return tokens
+
+
+def fit_lm(
+    model: nn.Module, batches: torch.Tensor, *, lr: float = 3e-3, warmup: int = 8, foreach: bool | None = None
+) -> list[float]:
+    """Train ``model`` with AdamW on the next-token loss of every position of the given batches, one step each.
+
+    ``batches``: (S, B, T) tokens, S steps of B sequences (made once and shared, so that every model sees the same
+    data). The schedule, clipping and weight decay are :func:`train_lm`'s. Returns the S training losses.
+    """
+    if not isinstance(model, nn.Module) or not hasattr(model, "vocab_size"):
+        raise TypeError(f"model must be a DecoderOnlyLM, got {type(model).__name__}")
+    if not isinstance(batches, torch.Tensor) or batches.dim() != 3 or batches.shape[-1] < 2 or 0 in batches.shape:
+        got = tuple(batches.shape) if isinstance(batches, torch.Tensor) else type(batches).__name__
+        raise ValueError(f"batches must be a (S, B, T) tensor of tokens with S, B >= 1 and T >= 2, got {got}")
+    require_tokens(batches.flatten(0, 1), "batches", model.vocab_size)
+    require_positive(lr, "lr")
+    require_int(warmup, "warmup", 0)
+    steps = batches.shape[0]
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, foreach=foreach)
+    warmup = min(warmup, steps - 1)
+
+    def factor(step: int) -> float:  # of lr: up to 1 over the warmup, then down to 0 along a half cosine
+        if step < warmup:
+            return (step + 1) / (warmup + 1)
+        return 0.5 * (1 + math.cos(math.pi * (step - warmup) / (steps - warmup)))
+
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+    losses = []
+    model.train()
+    for tokens in batches:  # (B, T)
+        logits = model(tokens)  # (B, T, C)
+        loss = nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), tokens[:, 1:].reshape(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        losses.append(loss.item())
+    model.eval()
+    return losses
+
+
+@torch.no_grad()
+def position_losses(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
+    """The next-token loss (nats) at each target position, averaged over the batch: (T - 1,), entry ``t - 1`` for the
+    prediction of token ``t`` (made at position ``t - 1``), ``t = 1 .. T - 1``."""
+    require_tokens(tokens, "tokens", getattr(model, "vocab_size", 2**62))
+    _require_sequences(tokens)
+    if tokens.shape[1] < 2:
+        raise ValueError(f"tokens must hold at least 2 positions (one prediction), got shape {tuple(tokens.shape)}")
+    logits = model(tokens)  # (B, T, C)
+    loss = nn.functional.cross_entropy(logits[:, :-1].transpose(1, 2), tokens[:, 1:], reduction="none")  # (B, T - 1)
+    return loss.mean(dim=0)

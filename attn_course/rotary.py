@@ -6,11 +6,22 @@ queries and keys themselves, pair ``(2j, 2j + 1)`` of the vector at position ``p
 with the same frequencies ``w_j = base^(-2j / D)`` (``positional.frequencies``). A rotation keeps dot
 products of vectors turned by the same angle, so ``rope(q, i) . rope(k, j)`` depends on ``i - j`` only.
 
+Context extension: a model trained on sequences of ``original_len`` positions meets, on longer ones, angles ``p w_j``
+its slow pairs never took. ``rope_frequencies(D, scaling=...)`` changes the frequencies so that they do not:
+position interpolation (``"linear"``, Chen et al. 2023) divides every frequency by ``s``; NTK-aware scaling
+(``"ntk"``) raises the base to ``base * s^(D / (D - 2))``, which leaves the fastest pair as it is and divides the
+slowest by ``s``; YaRN (``"yarn"``, Peng et al. 2023) keeps the pairs that turn many times over ``original_len``,
+divides those that turn less than once by ``s`` and blends linearly in between, computed as Hugging Face
+transformers' ``_compute_yarn_parameters`` does. YaRN also scales the queries and keys by
+``rope_attention_scale(scaling) = 0.1 ln s + 1`` (so the scores by its square).
+
 ALiBi adds no embedding at all: head ``h`` adds ``-m_h * (i - j)`` to the score of query ``i`` and key
-``j``, a penalty that grows with the distance, with one slope ``m_h`` per head.
+``j``, a penalty that grows with the distance, with one slope ``m_h`` per head (``alibi_slopes``).
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 
@@ -25,12 +36,100 @@ from ._validate import (
 )
 from .positional import frequencies
 
-__all__ = ["apply_rope", "alibi_bias"]
+__all__ = ["rope_frequencies", "rope_attention_scale", "apply_rope", "alibi_slopes", "alibi_bias"]
 
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
+ROPE_SCALINGS = ("linear", "ntk", "yarn")  # the kinds of ``scaling``
+YARN_BETA_FAST, YARN_BETA_SLOW = 32, 1  # YaRN's ramp: pairs turning > 32 times over original_len kept, < 1 scaled
 
 
-def apply_rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
+def _require_scaling(scaling) -> tuple | None:
+    """None, ``("linear", s)``, ``("ntk", s)`` or ``("yarn", s, original_len)`` with s >= 1, original_len >= 1."""
+    if scaling is None:
+        return None
+    wanted = 'None, ("linear", s), ("ntk", s) or ("yarn", s, original_len)'
+    if not isinstance(scaling, tuple) or not scaling:
+        raise TypeError(f"scaling must be {wanted}, got {scaling!r} ({type(scaling).__name__})")
+    kind = scaling[0]
+    if not isinstance(kind, str):
+        raise TypeError(f"scaling[0] must be one of {list(ROPE_SCALINGS)}, got {kind!r} ({type(kind).__name__})")
+    if kind not in ROPE_SCALINGS:
+        raise ValueError(f"scaling[0] must be one of {list(ROPE_SCALINGS)}, got {kind!r}")
+    size = 3 if kind == "yarn" else 2
+    if len(scaling) != size:
+        raise ValueError(f"scaling must be {wanted}: {kind!r} takes {size} entries, got {len(scaling)}: {scaling!r}")
+    factor = require_number(scaling[1], "scaling[1] (the factor s)", ">= 1", lambda v: v >= 1)
+    if kind == "yarn":
+        return (kind, factor, require_int(scaling[2], "scaling[2] (original_len)"))
+    return (kind, factor)
+
+
+def _yarn_ramp(head_dim: int, base: float, original_len: int) -> torch.Tensor:
+    """(D/2,) float64 in [0, 1]: 0 for the pairs YaRN keeps, 1 for those it divides by s, linear in between.
+
+    As Hugging Face transformers' ``_compute_yarn_parameters``: pair ``i`` turns ``original_len / (2 pi base^(2i/D))``
+    times over ``original_len``; ``find_correction_dim(r)`` is the (fractional) pair index that turns r times; the ramp
+    runs from ``floor`` of the one for ``beta_fast = 32`` to ``ceil`` of the one for ``beta_slow = 1``.
+    """
+
+    def correction_dim(rotations):  # the pair index i that turns `rotations` times over original_len
+        return head_dim * math.log(original_len / (rotations * 2 * math.pi)) / (2 * math.log(base))
+
+    low = max(math.floor(correction_dim(YARN_BETA_FAST)), 0)
+    high = min(math.ceil(correction_dim(YARN_BETA_SLOW)), head_dim - 1)
+    if low == high:
+        high += 0.001  # as in transformers: no division by zero
+    pairs = torch.arange(head_dim // 2, dtype=torch.float64)  # (D/2,): i = 0 .. D/2 - 1
+    return ((pairs - low) / (high - low)).clamp(0, 1)
+
+
+def rope_frequencies(head_dim: int, base: float = 10000.0, scaling=None) -> torch.Tensor:
+    """RoPE's angular frequencies ``w_i = base^(-2i / D)``, one per pair, changed by a context-extension ``scaling``.
+
+    Args:
+        head_dim: D, the size of the rotated vectors (even, >= 2).
+        base: the wavelength scale, > 1.
+        scaling: ``None`` (the frequencies above), ``("linear", s)`` (position interpolation: every ``w_i / s``),
+            ``("ntk", s)`` (NTK-aware: ``base`` replaced by ``base * s^(D / (D - 2))``; D >= 4) or
+            ``("yarn", s, original_len)`` (YaRN: ``w_i`` kept for pairs that turn more than 32 times over
+            ``original_len`` positions, ``w_i / s`` for those that turn less than once, a linear blend between;
+            ``w = (w / s) * ramp + w * (1 - ramp)``). The factor s >= 1 is the new length over ``original_len``.
+
+    Returns:
+        (D/2,) float64 tensor on the CPU.
+    """
+    require_int(head_dim, "head_dim", 2)
+    if head_dim % 2:
+        raise ValueError(f"head_dim must be even (pairs of columns are rotated), got {head_dim}")
+    base = require_number(base, "base", "> 1", lambda v: v > 1)
+    scaling = _require_scaling(scaling)
+    omega = frequencies(head_dim, base)  # (D/2,) float64: base^(-2i / D)
+    if scaling is None:
+        return omega
+    kind, factor = scaling[0], scaling[1]
+    if kind == "linear":
+        return omega / factor  # every pair turns s times slower: positions 0..sL take the angles of 0..L
+    if kind == "ntk":
+        if head_dim < 4:
+            raise ValueError(f'scaling ("ntk", s) needs head_dim >= 4 (its exponent is D / (D - 2)), got {head_dim}')
+        return frequencies(head_dim, base * factor ** (head_dim / (head_dim - 2)))  # pair 0 kept, the last one / s
+    ramp = _yarn_ramp(head_dim, base, scaling[2])  # (D/2,): 0 = keep, 1 = interpolate
+    return (omega / factor) * ramp + omega * (1 - ramp)
+
+
+def rope_attention_scale(scaling=None) -> float:
+    """YaRN's factor ``0.1 ln s + 1`` for ``("yarn", s, original_len)``, 1.0 for any other scaling (and None).
+
+    Hugging Face transformers multiplies RoPE's cos and sin by it, that is the queries and the keys, so the scores are
+    multiplied by its square (Peng et al. 2023 write ``sqrt(1 / t) = 0.1 ln s + 1``).
+    """
+    scaling = _require_scaling(scaling)
+    if scaling is None or scaling[0] != "yarn":
+        return 1.0
+    return 0.1 * math.log(scaling[1]) + 1.0
+
+
+def apply_rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0, scaling=None) -> torch.Tensor:
     """Rotate each pair ``(x[..., 2j], x[..., 2j + 1])`` of the vector at position ``p`` by the angle ``p * w_j``.
 
     ``w_j = base^(-2j / D)`` are notebook 06's frequencies (``frequencies(D, base)``), and the pairs are its
@@ -48,6 +147,8 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) 
         x: (..., L, D) floating queries or keys (for example (B, L, D) or (B, H, L, dh)); D even.
         positions: (L,) integer tensor of non-negative positions, one per row of ``x``.
         base: the wavelength scale, > 1 (10000 as in notebook 06).
+        scaling: None, or a context-extension scaling of the frequencies (``rope_frequencies``). Only the angles
+            change: YaRN's ``rope_attention_scale`` is the caller's to apply.
 
     Returns:
         (..., L, D) tensor of ``x``'s dtype and device. float16 and bfloat16 inputs are rotated in float32 and
@@ -65,7 +166,7 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) 
     require_positions(positions, length)
     base = require_number(base, "base", "> 1", lambda v: v > 1)
     require_finite(x, "x")
-    omega = frequencies(size, base).to(x.device)  # (D/2,) float64
+    omega = rope_frequencies(size, base, scaling).to(x.device)  # (D/2,) float64
     angles = positions.to(device=x.device, dtype=torch.float64).unsqueeze(-1) * omega  # (L, 1) * (D/2,) -> (L, D/2)
     work = torch.float32 if x.dtype in _LOW_PRECISION else x.dtype
     cos, sin = angles.cos().to(work), angles.sin().to(work)  # (L, D/2) each
@@ -73,6 +174,31 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) 
     out_even = x_even * cos - x_odd * sin  # (..., L, D/2)
     out_odd = x_even * sin + x_odd * cos  # (..., L, D/2)
     return torch.stack((out_even, out_odd), dim=-1).flatten(-2).to(x.dtype)  # (..., L, D/2, 2) -> (..., L, D)
+
+
+def alibi_slopes(num_heads: int, *, device: torch.device | str | None = None) -> torch.Tensor:
+    """ALiBi's slopes, one per head: ``m_h = 2^(-8 (h + 1) / H)`` when H is a power of two.
+
+    For other H, Press et al.'s rule (their code's ``get_slopes``): the H' slopes of the largest power of two
+    ``H' < H``, then every other slope of ``2 H'`` heads (the 1st, 3rd, 5th, ...: ``2^(-8 (2k + 1) / (2 H'))``) for
+    the remaining ``H - H'`` heads. The extra slopes fall between the first ones, so no two heads share a slope.
+
+    Args:
+        num_heads: H >= 1.
+        device: where the slopes live (default: PyTorch's default device).
+
+    Returns:
+        (H,) float32 tensor; heads counted from 0.
+    """
+    require_int(num_heads, "num_heads")
+    closest = 2 ** int(math.floor(math.log2(num_heads)))  # H': the largest power of two <= H
+    heads = torch.arange(closest, dtype=torch.float32, device=device)  # (H',)
+    slopes = torch.exp2(-8.0 * (heads + 1) / closest)  # (H',): 2^(-8 (h + 1) / H')
+    if closest == num_heads:
+        return slopes
+    odd = torch.arange(0, 2 * (num_heads - closest), 2, dtype=torch.float32, device=device)  # 0, 2, 4, ...
+    extra = torch.exp2(-8.0 * (odd + 1) / (2 * closest))  # (H - H',): every other slope of 2 H' heads
+    return torch.cat([slopes, extra])  # (H,)
 
 
 def alibi_bias(
@@ -85,10 +211,10 @@ def alibi_bias(
 ) -> torch.Tensor:
     """ALiBi's additive score bias: ``bias[h, i, j] = -m_h * (i - j)`` for keys at or before the query.
 
-    The slopes are ``m_h = 2^(-8 (h + 1) / H)`` for heads ``h = 0 .. H - 1``, counted from 0 like every index of
-    the course (the paper counts from 1 and writes ``2^(-8 h / H)``): a geometric sequence from ``2^(-8 / H)``
-    down to ``2^-8``, the paper's formula for H a power of two, used here for every H. Keys after the query get 0: they
-    are the causal mask's to remove (``causal_mask``), and the bias never holds -inf.
+    The slopes are ``alibi_slopes(H)``: ``m_h = 2^(-8 (h + 1) / H)`` for heads ``h = 0 .. H - 1`` when H is a power of
+    two, counted from 0 like every index of the course (the paper counts from 1 and writes ``2^(-8 h / H)``): a
+    geometric sequence from ``2^(-8 / H)`` down to ``2^-8``. For other H, the paper's rule (``alibi_slopes``). Keys
+    after the query get 0: they are the causal mask's to remove (``causal_mask``), and the bias never holds -inf.
 
     When ``q_len < k_len`` the queries are the *last* ``q_len`` positions of the ``k_len`` keys, aligned
     bottom-right exactly as in ``causal_mask(q_len, k_len)``: query row ``i`` sits at position
@@ -110,8 +236,7 @@ def alibi_bias(
     require_int(q_len, "q_len")
     require_int(k_len, "k_len", q_len, low_name="q_len")
     require_float_dtype(dtype)
-    heads = torch.arange(num_heads, dtype=torch.float32, device=device)  # (H,): h = 0 .. H - 1
-    slopes = torch.exp2(-8.0 * (heads + 1) / num_heads)  # (H,): m_h = 2^(-8 (h + 1) / H)
+    slopes = alibi_slopes(num_heads, device=device)  # (H,)
     query_pos = torch.arange(k_len - q_len, k_len, dtype=torch.float32, device=device)  # (Q,): aligned bottom-right
     key_pos = torch.arange(k_len, dtype=torch.float32, device=device)  # (K,)
     distance = (query_pos.unsqueeze(1) - key_pos).clamp(min=0)  # (Q, 1) - (K,) -> (Q, K): i - j, 0 after the query

@@ -10,11 +10,15 @@ from _check_helpers import assert_correct, assert_hint
 from attn_course import (
     alibi_bias,
     apply_rope,
+    frequencies,
+    rope_frequencies,
 )
 from attn_course.checks import (
     check_alibi_row,
     check_apply_rope,
     check_rope_angle,
+    check_yarn_frequencies,
+    check_yarn_kept,
 )
 
 # ----------------------------------------------------------------------------------------------
@@ -186,3 +190,102 @@ def test_check_apply_rope_hidden_cases_include_shuffled_positions_and_batch_axes
     assert_correct(check_apply_rope(spy))
     assert any(len(shape) > 2 for shape, _ in seen)
     assert all(not torch.equal(p, torch.arange(len(p))) for _, p in seen if len(p) > 2)
+
+
+# ----------------------------------------------------------------------------------------------
+# check_yarn_frequencies: the "build it" of YaRN's frequencies, on hidden cases
+# ----------------------------------------------------------------------------------------------
+
+
+def _yarn(head_dim, base, factor, original_len, rounded=True, reverse=False, beta=(32, 1)):
+    """YaRN by hand (transformers' definition), with one thing changed when asked."""
+
+    def pair_index(rotations):
+        return head_dim * math.log(original_len / (rotations * 2 * math.pi)) / (2 * math.log(base))
+
+    low, high = pair_index(beta[0]), pair_index(beta[1])
+    if rounded:
+        low, high = max(math.floor(low), 0), min(math.ceil(high), head_dim - 1)
+    high = high + 0.001 if high == low else high
+    omega = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+    ramp = ((torch.arange(head_dim // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+    ramp = 1 - ramp if reverse else ramp
+    return (omega / factor) * ramp + omega * (1 - ramp)
+
+
+def test_check_yarn_frequencies_right_answers():
+    assert_correct(check_yarn_frequencies(_yarn), "4 hidden cases")
+    assert_correct(check_yarn_frequencies(lambda d, b, s, n: rope_frequencies(d, b, ("yarn", s, n)).float()))
+
+
+@pytest.mark.parametrize(
+    "fn, words",
+    [
+        (None, ["replace None"]),
+        (3, ["expected a function"]),
+        (lambda d, b, s, n: None, ["returned None"]),
+        (lambda d, b, s, n: 1 / 0, ["ZeroDivisionError"]),
+        (lambda d, b, s, n: torch.ones(d), ["one frequency per pair"]),
+        (lambda d, b, s, n: frequencies(d, b) * math.nan, ["NaN"]),
+        (lambda d, b, s, n: frequencies(d, b), ["nothing changed"]),
+        (lambda d, b, s, n: frequencies(d, b) / s, ["position interpolation"]),
+        (lambda d, b, s, n: rope_frequencies(d, b, ("ntk", s)), ["NTK-aware"]),
+        (lambda d, b, s, n: _yarn(d, b, s, n, reverse=True), ["wrong way round"]),
+        (lambda d, b, s, n: _yarn(d, b, s, n, beta=(1, 32)), ["swapped"]),
+        (lambda d, b, s, n: _yarn(d, b, 1 / s, n), ["do not multiply"]),
+        (lambda d, b, s, n: _yarn(d, b, s, n, rounded=False), ["floor", "ceil"]),
+        (lambda d, b, s, n: _yarn(d, b, s, n) * 1.1, ["turns"]),
+    ],
+)
+def test_check_yarn_frequencies_names_each_fault(fn, words):
+    assert_hint(check_yarn_frequencies(fn), *words)
+
+
+def test_check_yarn_frequencies_blend_hint_when_only_the_ends_are_right():
+    def blend_wrong(d, b, s, n):
+        out = _yarn(d, b, s, n)
+        middle = (out > out[-1] * 1.0001) & (out < out[0] * 0.9999) & (out < frequencies(d, b) * 0.9999)
+        return torch.where(middle, out * 0.9, out)
+
+    assert_hint(check_yarn_frequencies(blend_wrong), "blend")
+
+
+def test_check_yarn_frequencies_runs_every_hidden_case():
+    """The learner's function is run on each of the four hidden cases, head sizes all different."""
+    calls = []
+
+    def spy(d, b, s, n):
+        calls.append((d, n))
+        return _yarn(d, b, s, n)
+
+    assert_correct(check_yarn_frequencies(spy))
+    assert len({d for d, _ in calls}) == len(calls) == 4  # four head sizes, all different
+
+
+# ----------------------------------------------------------------------------------------------
+# check_yarn_kept: the prediction of which pairs YaRN leaves alone (D = 64, base 10000, L = 2048)
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("answer", [list(range(9)), tuple(range(8, -1, -1)), torch.arange(9), range(9)])
+def test_check_yarn_kept_right_answers(answer):
+    assert_correct(check_yarn_kept(answer), "floor 8")
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (None, ["replace None"]),
+        (8, ["expected a list"]),
+        ("0-8", ["expected a list"]),
+        (["a"], ["whole numbers"]),
+        (list(range(8)), ["pair 8 too"]),
+        (list(range(21, 32)), ["slows down"]),
+        (list(range(21)), ["on the ramp"]),
+        ([0, 40], ["indices 0 to 31"]),
+        ([], ["count the turns"]),
+        ([3, 4], ["count the turns"]),
+    ],
+)
+def test_check_yarn_kept_hints(answer, words):
+    assert_hint(check_yarn_kept(answer), *words)

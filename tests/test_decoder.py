@@ -666,3 +666,91 @@ def test_head_scores_positions_errors():
         head_scores(model, tokens, [(0, 1)], positions=[])
     with pytest.raises(ValueError, match="ablation must be one of"):
         head_scores(model, tokens, [(0, 1)], ablation="random")
+
+
+# ----------------------------------------------------------------------------------------------
+# rope_scaling: RoPE's context extension, set at construction or after training
+# ----------------------------------------------------------------------------------------------
+
+
+def test_rope_scaling_none_is_the_default_and_changes_nothing():
+    model = _model("rope")
+    assert model.rope_scaling is None
+    tokens = _tokens(2, 9)
+    before = model(tokens)
+    model.rope_scaling = None
+    assert torch.equal(model(tokens), before)
+
+
+@pytest.mark.parametrize("scaling", [("linear", 4.0), ("ntk", 4.0), ("yarn", 4.0, 8)])
+def test_rope_scaling_rotates_queries_and_keys_with_the_scaled_frequencies(scaling):
+    from attn_course import apply_rope, rope_attention_scale
+
+    model = _model("rope")
+    tokens = _tokens(2, 7)
+    model.rope_scaling = scaling
+    got = model(tokens)
+    captured = {}
+    block = model.blocks[0]
+
+    def spy(module, inputs, output):
+        captured["h"] = output
+
+    hook = block.norm1.register_forward_hook(spy)
+    model(tokens)
+    hook.remove()
+    h, att = captured["h"], block.attention  # (B, T, D)
+    q = att.W_q(h).reshape(2, 7, 4, 4).transpose(1, 2)
+    k = att.W_k(h).reshape(2, 7, 4, 4).transpose(1, 2)
+    a = rope_attention_scale(scaling)
+    positions = torch.arange(7)
+    scores = (
+        (apply_rope(q, positions, scaling=scaling) * a)
+        @ (apply_rope(k, positions, scaling=scaling) * a).transpose(-2, -1)
+        / 2.0
+    )  # sqrt(dh) = 2
+    weights = torch.softmax(scores.masked_fill(~torch.ones(7, 7, dtype=torch.bool).tril(), -math.inf), dim=-1)
+    assert_close(block.attention_weights, weights)
+    assert not torch.allclose(got, _model("rope")(tokens))  # the scaling changes the output
+
+
+def test_rope_scaling_in_the_constructor_equals_setting_it_later():
+    tokens = _tokens(2, 9)
+    built = _model("rope", rope_scaling=("yarn", 2.0, 5))
+    later = _model("rope")
+    later.rope_scaling = ("yarn", 2.0, 5)
+    assert built.rope_scaling == ("yarn", 2.0, 5)
+    assert torch.equal(built(tokens), later(tokens))
+
+
+def test_rope_scaling_linear_by_s_equals_positions_divided_by_s():
+    """With every frequency divided by 2, position 2p turns as position p did."""
+    model = _model("rope")
+    model.rope_scaling = ("linear", 2.0)
+    x = torch.randn(1, 4, 3, 4, dtype=torch.float64)
+    from attn_course import apply_rope
+
+    assert_close(apply_rope(x, torch.tensor([0, 2, 4]), scaling=("linear", 2.0)), apply_rope(x, torch.arange(3)))
+
+
+@pytest.mark.parametrize("positional", ["learned", "sinusoidal", "alibi", "none"])
+def test_rope_scaling_is_refused_without_rope(positional):
+    with pytest.raises(ValueError, match="rope_scaling is for positional='rope' with attention='mha'"):
+        _model(positional, rope_scaling=("linear", 2.0))
+    model = _model(positional)
+    with pytest.raises(ValueError, match="rope_scaling is for positional='rope'"):
+        model.rope_scaling = ("ntk", 2.0)
+    model.rope_scaling = None  # always allowed
+
+
+def test_rope_scaling_is_refused_with_latent_attention_and_checked_by_name():
+    torch.manual_seed(0)
+    mla = DecoderOnlyLM(11, 16, 4, 2, 40, positional="rope", attention="mla", latent_dim=8, rope_dim=4)
+    with pytest.raises(ValueError, match="attention='mla'"):
+        mla.rope_scaling = ("linear", 2.0)
+    model = _model("rope")
+    with pytest.raises(ValueError, match=r"scaling\[1\] \(the factor s\) must be"):
+        model.rope_scaling = ("linear", 0.5)
+    with pytest.raises(ValueError, match=r"scaling\[0\] must be one of"):
+        model.rope_scaling = ("dynamic", 2.0)
+    assert model.rope_scaling is None  # a refused scaling leaves the model as it was

@@ -10,7 +10,15 @@ import pytest
 import torch
 from matplotlib.figure import Figure
 
-from attn_course import plot_alibi, plot_extrapolation, plot_rope_angles, plot_rope_scores
+from attn_course import (
+    alibi_slopes,
+    plot_alibi,
+    plot_extrapolation,
+    plot_rope_angles,
+    plot_rope_scalings,
+    plot_rope_scores,
+    rope_frequencies,
+)
 
 matplotlib.use("Agg")
 
@@ -174,3 +182,63 @@ def test_plot_extrapolation_refuses_a_table_without_the_columns():
         plot_extrapolation(_results().drop(columns="seed"), train_len=11)
     with pytest.raises(ValueError, match="results must be a DataFrame"):
         plot_extrapolation([1, 2, 3], train_len=11)
+
+
+def test_plot_alibi_with_a_head_count_that_is_not_a_power_of_two_uses_the_papers_slopes():
+    fig = plot_alibi(head=4, num_heads=6, length=5)
+    slopes = alibi_slopes(6).tolist()
+    for h, line in enumerate(fig.axes[-1].lines):
+        assert line.get_ydata()[1] == pytest.approx(-slopes[h])
+    assert fig.axes[0].get_title() == "Head 4 of 6: slope m = 0.5"  # no 2^(-8 (h + 1) / H) formula for H = 6
+
+
+def _position_results():
+    rows = []
+    for scheme, level in [("alibi", 1.5), ("rope", 1.4)]:
+        for seed in (0, 1):
+            for position in range(2, 40):
+                rows.append({"scheme": scheme, "seed": seed, "position": position, "loss": level + 0.01 * seed})
+    return pd.DataFrame(rows)
+
+
+def test_plot_extrapolation_against_the_position_without_markers():
+    fig = plot_extrapolation(
+        _position_results(), train_len=11, metric="loss", x="position", xlabel="target position", markers=False,
+        baseline={2: 1.0, 39: 1.0}, baseline_label="entropy",
+    )  # fmt: skip
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "target position" and ax.get_ylabel() == "loss"
+    means = [line for line in ax.lines if len(line.get_xdata()) == 38]
+    assert len(means) == 2 and all(line.get_marker() in ("None", "", None) for line in means)
+    assert np.allclose(means[0].get_ydata(), 1.505)
+    assert "mean over seeds" in ax.get_title()
+    one_run = plot_extrapolation(_position_results().query("seed == 0"), train_len=11, metric="loss", x="position")
+    assert "one run" in one_run.axes[0].get_title()
+    with pytest.raises(ValueError, match=r"missing \['position'\]"):
+        plot_extrapolation(_results(), train_len=11, x="position")
+
+
+def test_plot_rope_scalings_draws_each_ratio_against_the_turns():
+    scalings = {"PI": ("linear", 4.0), "NTK": ("ntk", 4.0), "YaRN": ("yarn", 4.0, 2048)}
+    fig = plot_rope_scalings(64, scalings, original_len=2048)
+    ax = fig.axes[0]
+    lines = [line for line in ax.lines if len(line.get_xdata()) == 32]
+    assert [line.get_label() for line in lines] == ["PI", "NTK", "YaRN"]
+    omega = rope_frequencies(64).numpy()
+    np.testing.assert_allclose(lines[0].get_xdata(), 2048 * omega / (2 * math.pi))
+    np.testing.assert_allclose(lines[0].get_ydata(), 0.25)
+    yarn = lines[2].get_ydata()
+    assert (yarn[:9] == 1.0).all() and np.allclose(yarn[21:], 0.25)  # kept, then interpolated
+    assert [line.get_xdata()[0] for line in ax.lines if len(line.get_xdata()) == 2][:2] == [1, 32]  # the two betas
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["1", "1/2", "1/4"]
+
+
+def test_plot_rope_scalings_on_given_axes_and_refuses_bad_input():
+    fig, ax = plt.subplots()
+    assert plot_rope_scalings(8, {"PI": ("linear", 2)}, original_len=24, ax=ax) is fig
+    with pytest.raises(TypeError, match="scalings must be a dict label -> scaling, not empty, got an empty dict"):
+        plot_rope_scalings(8, {}, original_len=24)
+    with pytest.raises(ValueError, match=r"scaling\[1\] \(the factor s\) must be"):
+        plot_rope_scalings(8, {"bad": ("linear", 0.5)}, original_len=24)
+    with pytest.raises(ValueError, match="original_len must be an integer >= 1"):
+        plot_rope_scalings(8, {"PI": ("linear", 2)}, original_len=0)

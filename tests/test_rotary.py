@@ -6,7 +6,16 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from attn_course import alibi_bias, apply_rope, causal_mask, frequencies, positional_encoding
+from attn_course import (
+    alibi_bias,
+    alibi_slopes,
+    apply_rope,
+    causal_mask,
+    frequencies,
+    positional_encoding,
+    rope_attention_scale,
+    rope_frequencies,
+)
 
 META = torch.device("meta")
 
@@ -227,7 +236,7 @@ def test_alibi_bias_hand_computed_for_two_heads():
     assert torch.equal(got, expected)
 
 
-@pytest.mark.parametrize("num_heads", [1, 4, 8, 12, 16])
+@pytest.mark.parametrize("num_heads", [1, 2, 4, 8, 16])
 def test_alibi_slopes_are_two_to_the_minus_eight_h_plus_one_over_h(num_heads):
     bias = alibi_bias(num_heads, 2, 2, dtype=torch.float64)
     slopes = -bias[:, 1, 0]  # distance 1
@@ -286,3 +295,187 @@ def test_alibi_bias_low_precision_stays_finite_and_close(dtype):
 def test_alibi_bias_refuses_bad_arguments_by_name(args, kwargs, error, match):
     with pytest.raises(error, match=match):
         alibi_bias(*args, **kwargs)
+
+
+# ----------------------------------------------------------------------------------------------
+# alibi_slopes: any number of heads (Press et al.'s get_slopes)
+# ----------------------------------------------------------------------------------------------
+
+
+def _press_get_slopes(n):
+    """Press et al.'s get_slopes, as in their repository (heads counted from 1 there)."""
+
+    def power_of_2(n):
+        start = 2 ** (-(2 ** -(math.log2(n) - 3)))
+        return [start * start**i for i in range(n)]
+
+    if math.log2(n).is_integer():
+        return power_of_2(n)
+    closest = 2 ** math.floor(math.log2(n))
+    return power_of_2(closest) + _press_get_slopes(2 * closest)[0::2][: n - closest]
+
+
+@pytest.mark.parametrize("num_heads", [1, 2, 3, 5, 6, 7, 8, 12, 20, 24])
+def test_alibi_slopes_match_the_papers_get_slopes(num_heads):
+    assert_close(alibi_slopes(num_heads).double(), torch.tensor(_press_get_slopes(num_heads), dtype=torch.float64))
+
+
+def test_alibi_slopes_hand_computed_for_three_and_six_heads():
+    assert alibi_slopes(3).tolist() == [2**-4, 2**-8, 2**-2]  # those of 2 heads, then slope 0 of 4 heads
+    assert alibi_slopes(6).tolist() == [2**-2, 2**-4, 2**-6, 2**-8, 2**-1, 2**-3]
+
+
+@pytest.mark.parametrize("num_heads", [3, 6, 12])
+def test_alibi_slopes_are_distinct_and_the_bias_uses_them(num_heads):
+    slopes = alibi_slopes(num_heads)
+    assert len(set(slopes.tolist())) == num_heads
+    assert_close(-alibi_bias(num_heads, 2, 2)[:, 1, 0], slopes)
+
+
+def test_alibi_slopes_refuse_a_bad_head_count():
+    with pytest.raises(ValueError, match="num_heads must be an integer >= 1, got 0"):
+        alibi_slopes(0)
+    with pytest.raises(TypeError, match="num_heads must be an integer"):
+        alibi_slopes(2.5)
+
+
+# ----------------------------------------------------------------------------------------------
+# rope_frequencies, rope_attention_scale and apply_rope(scaling=)
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("d", [2, 8, 22, 64])
+def test_rope_frequencies_without_scaling_are_the_sinusoidal_ones(d):
+    assert torch.equal(rope_frequencies(d), frequencies(d))
+    assert torch.equal(rope_frequencies(d, 500.0), frequencies(d, 500.0))
+
+
+def test_rope_frequencies_linear_and_ntk_against_the_direct_formula():
+    d, s = 10, 3.0
+    direct = torch.tensor([10000.0 ** (-2 * j / d) for j in range(d // 2)], dtype=torch.float64)
+    assert_close(rope_frequencies(d, scaling=("linear", s)), direct / s)
+    base = 10000.0 * s ** (d / (d - 2))
+    ntk = torch.tensor([base ** (-2 * j / d) for j in range(d // 2)], dtype=torch.float64)
+    assert_close(rope_frequencies(d, scaling=("ntk", s)), ntk)
+    assert_close(ntk[0], direct[0])  # the fastest pair is kept
+    assert_close(ntk[-1], direct[-1] / s)  # the slowest is divided by exactly s
+
+
+def _hf_yarn(dim, base, factor, original_len):
+    """Hugging Face transformers' _compute_yarn_parameters, written out by hand with math (beta_fast 32, slow 1)."""
+
+    def find_correction_dim(num_rotations):
+        return (dim * math.log(original_len / (num_rotations * 2 * math.pi))) / (2 * math.log(base))
+
+    low = max(math.floor(find_correction_dim(32)), 0)
+    high = min(math.ceil(find_correction_dim(1)), dim - 1)
+    if low == high:
+        high += 0.001
+    out = []
+    for i in range(dim // 2):
+        pos_freq = base ** (2 * i / dim)
+        ramp = min(max((i - low) / (high - low), 0.0), 1.0)
+        extrapolation_factor = 1 - ramp
+        out.append((1 / (factor * pos_freq)) * (1 - extrapolation_factor) + (1 / pos_freq) * extrapolation_factor)
+    return torch.tensor(out, dtype=torch.float64)
+
+
+@pytest.mark.parametrize(
+    "dim, base, factor, original_len",
+    [
+        (64, 10000.0, 4.0, 2048),
+        (8, 10000.0, 4.0, 24),
+        (128, 500000.0, 8.0, 8192),
+        (22, 500.0, 2.5, 300),
+        (4, 10.0, 2.0, 5),
+    ],
+)
+def test_rope_frequencies_yarn_match_the_transformers_definition(dim, base, factor, original_len):
+    assert_close(rope_frequencies(dim, base, ("yarn", factor, original_len)), _hf_yarn(dim, base, factor, original_len))
+
+
+def test_rope_frequencies_yarn_hand_computed_ramp():
+    """D = 64, base 10000, L = 2048: pair index of 32 turns = 8.06 (floor 8), of 1 turn = 20.1 (ceil 21)."""
+    omega = frequencies(64)
+    ratio = rope_frequencies(64, scaling=("yarn", 4.0, 2048)) / omega
+    assert ratio[:9].tolist() == [1.0] * 9  # pairs 0..8 kept
+    assert_close(ratio[9], torch.tensor(0.25 * (1 / 13) + (12 / 13), dtype=torch.float64))  # 1/13 of the way down
+    assert_close(ratio[21:], torch.full((11,), 0.25, dtype=torch.float64))  # pairs 21..31 divided by s
+
+
+def test_rope_frequencies_with_a_factor_of_one_change_nothing():
+    for scaling in [("linear", 1.0), ("ntk", 1), ("yarn", 1.0, 100)]:
+        assert_close(rope_frequencies(16, scaling=scaling), frequencies(16))
+        assert rope_attention_scale(scaling) == 1.0
+
+
+def test_rope_attention_scale():
+    assert rope_attention_scale(None) == 1.0
+    assert rope_attention_scale(("linear", 4.0)) == 1.0
+    assert rope_attention_scale(("ntk", 4.0)) == 1.0
+    assert math.isclose(rope_attention_scale(("yarn", 4.0, 2048)), 0.1 * math.log(4.0) + 1.0)
+    assert math.isclose(rope_attention_scale(("yarn", 4.0, 2048)), 1.1386294361, rel_tol=1e-9)
+
+
+def test_apply_rope_default_is_bit_identical_to_the_unscaled_frequencies():
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 3, 9, 10, generator=gen)
+    positions = torch.randperm(30, generator=gen)[:9]
+    omega = frequencies(10)
+    angles = positions.double().unsqueeze(-1) * omega
+    cos, sin = angles.cos().float(), angles.sin().float()
+    even, odd = x[..., 0::2], x[..., 1::2]
+    expected = torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1).flatten(-2)
+    assert torch.equal(apply_rope(x, positions), expected)
+    assert torch.equal(apply_rope(x, positions, scaling=None), expected)
+
+
+@pytest.mark.parametrize("scaling", [("linear", 4.0), ("ntk", 2.0), ("yarn", 4.0, 24)])
+def test_apply_rope_with_a_scaling_rotates_by_the_scaled_frequencies(scaling):
+    x = torch.randn(7, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    positions = torch.arange(50, 57)
+    omega = rope_frequencies(8, scaling=scaling)
+    z = torch.complex(x[..., 0::2], x[..., 1::2])
+    turned = z * torch.polar(torch.ones_like(omega), positions.double().unsqueeze(-1) * omega)
+    assert_close(apply_rope(x, positions, scaling=scaling), torch.stack((turned.real, turned.imag), -1).flatten(-2))
+    assert_close(apply_rope(x, positions, scaling=scaling).norm(dim=-1), x.norm(dim=-1))  # still a rotation
+
+
+def test_apply_rope_linear_scaling_is_the_position_divided_by_s():
+    x = torch.randn(5, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    assert_close(apply_rope(x, torch.arange(0, 20, 4), scaling=("linear", 4.0)), apply_rope(x, torch.arange(5)))
+
+
+@pytest.mark.parametrize(
+    "scaling, error, match",
+    [
+        ("yarn", TypeError, r'scaling must be None, \("linear", s\)'),
+        (("cubic", 2.0), ValueError, r"scaling\[0\] must be one of \['linear', 'ntk', 'yarn'\], got 'cubic'"),
+        ((4.0, "linear"), TypeError, r"scaling\[0\] must be one of"),
+        (("linear", 0.5), ValueError, r"scaling\[1\] \(the factor s\) must be .*>= 1"),
+        (("ntk", float("nan")), ValueError, r"scaling\[1\] \(the factor s\)"),
+        (("yarn", 4.0), ValueError, "'yarn' takes 3 entries, got 2"),
+        (("linear", 2.0, 10), ValueError, "'linear' takes 2 entries, got 3"),
+        (("yarn", 4.0, 0), ValueError, r"scaling\[2\] \(original_len\) must be an integer >= 1, got 0"),
+        (("yarn", 4.0, 2.5), TypeError, r"scaling\[2\] \(original_len\) must be an integer"),
+        ((), TypeError, "scaling must be None"),
+    ],
+)
+def test_bad_scalings_are_refused_by_name(scaling, error, match):
+    with pytest.raises(error, match=match):
+        rope_frequencies(8, scaling=scaling)
+    with pytest.raises(error, match=match):
+        rope_attention_scale(scaling)
+    with pytest.raises(error, match=match):
+        apply_rope(torch.zeros(2, 8), torch.arange(2), scaling=scaling)
+
+
+def test_rope_frequencies_refuses_odd_sizes_and_ntk_on_one_pair():
+    with pytest.raises(ValueError, match="head_dim must be even"):
+        rope_frequencies(7)
+    with pytest.raises(ValueError, match="head_dim must be an integer >= 2, got 0"):
+        rope_frequencies(0)
+    with pytest.raises(ValueError, match=r"needs head_dim >= 4"):
+        rope_frequencies(2, scaling=("ntk", 2.0))
+    with pytest.raises(ValueError, match="base must be"):
+        rope_frequencies(8, base=1.0)

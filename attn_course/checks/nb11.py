@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from ..rotary import alibi_bias, apply_rope
+from ..rotary import alibi_bias, apply_rope, rope_frequencies
 from ._feedback import (
     Feedback,
     _call_on_copies,
@@ -20,7 +20,7 @@ from ._feedback import (
     _tensor_problem,
 )
 
-__all__ = ["check_rope_angle", "check_alibi_row", "check_apply_rope"]
+__all__ = ["check_rope_angle", "check_alibi_row", "check_apply_rope", "check_yarn_frequencies", "check_yarn_kept"]
 
 
 @_number_answer("the angle in radians")
@@ -140,3 +140,130 @@ def check_apply_rope(fn) -> Feedback:
             "each pair keeps its length, but the angles are off: pair j at position p turns by p * base^(-2j/D)."
         )
     return _ok(f"your function agrees with ac.apply_rope on {len(_CASES)} hidden cases, including shuffled positions.")
+
+
+# Hidden cases of check_yarn_frequencies: (head_dim, base, factor, original_len), head sizes of different sizes, a ramp
+# that starts above pair 0 (and where floor and ceil matter), and one where the 32-turn pair lies below 0.
+_YARN_CASES = [(64, 10000.0, 4.0, 2048), (22, 500.0, 2.5, 300), (8, 10000.0, 4.0, 24), (128, 500000.0, 8.0, 8192)]
+
+
+def _yarn_variant(head_dim, base, factor, original_len, rounded=True, reverse=False, beta=(32, 1)):
+    """YaRN's frequencies with one thing changed, to name what a wrong answer does."""
+
+    def pair_index(rotations):
+        return head_dim * math.log(original_len / (rotations * 2 * math.pi)) / (2 * math.log(base))
+
+    low, high = pair_index(beta[0]), pair_index(beta[1])
+    if rounded:
+        low, high = max(math.floor(low), 0), min(math.ceil(high), head_dim - 1)
+    high = high + 0.001 if high == low else high
+    omega = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+    ramp = ((torch.arange(head_dim // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+    if reverse:
+        ramp = 1 - ramp
+    return (omega / factor) * ramp + omega * (1 - ramp)
+
+
+@_function_answer(
+    "your function: my_yarn_frequencies(head_dim, base, factor, original_len)",
+    "a function fn(head_dim, base, factor, original_len)",
+)
+def check_yarn_frequencies(fn) -> Feedback:
+    """A learner's YaRN frequencies ``fn(head_dim, base, factor, original_len)`` against ``rope_frequencies`` with
+    ``("yarn", factor, original_len)``, on cases the learner does not see."""
+    for head_dim, base, factor, original_len in _YARN_CASES:
+        want = rope_frequencies(head_dim, base, ("yarn", factor, original_len))  # (D/2,) float64
+        got, problem = _call_on_copies(
+            fn, {"head_dim": head_dim, "base": base, "factor": factor, "original_len": original_len}
+        )
+        if problem is not None:
+            return problem
+        if got is None:
+            return _hint("your function returned None: return the (head_dim / 2,) tensor of frequencies.")
+        if isinstance(got, torch.Tensor) and tuple(got.shape) == (head_dim,):
+            return _hint(f"one frequency per pair of columns: shape ({head_dim // 2},) for head_dim = {head_dim}.")
+        problem = _tensor_problem(got, (head_dim // 2,), f"a ({head_dim // 2},) tensor: one frequency per pair")
+        if problem is not None:
+            return problem
+        got = got.detach().double()
+        if (problem := _not_finite(got, "your frequencies")) is not None:
+            return problem
+        if _close(got, want, 1e-6):
+            continue
+        omega = rope_frequencies(head_dim, base)
+        named = [
+            (omega, "nothing changed: these are the original frequencies; divide the slow pairs by the factor."),
+            (omega / factor, "that is position interpolation (every pair divided by s); YaRN keeps the fast pairs."),
+            (
+                rope_frequencies(head_dim, base, ("ntk", factor)),
+                "that is NTK-aware scaling (a larger base); YaRN keeps or divides each pair by its number of turns.",
+            ),
+            (
+                _yarn_variant(head_dim, base, factor, original_len, reverse=True),
+                "the ramp is the wrong way round: the fast pairs (small j, many turns) are kept, the slow ones "
+                "divided by s; use (w / s) * ramp + w * (1 - ramp) with the ramp rising from 0 to 1.",
+            ),
+            (
+                _yarn_variant(head_dim, base, factor, original_len, beta=(1, 32)),
+                "beta_fast and beta_slow are swapped: the ramp starts at the pair that turns 32 times and ends at "
+                "the one that turns once.",
+            ),
+            (
+                _yarn_variant(head_dim, base, 1 / factor, original_len),
+                "the slow pairs must turn slower: divide them by the factor, do not multiply.",
+            ),
+            (
+                _yarn_variant(head_dim, base, factor, original_len, rounded=False),
+                "round the ramp's ends as transformers does: floor for the start (32 turns), ceil for the end "
+                "(1 turn), clamped to [0, head_dim - 1].",
+            ),
+        ]
+        for frequencies, hint in named:
+            if _close(got, frequencies, 1e-6):
+                return _hint(hint)
+        if _close(got[:1], want[:1], 1e-6) and _close(got[-1:], want[-1:], 1e-6):
+            return _hint(
+                "the fastest and the slowest pairs are right, the blend between them is off: the ramp is "
+                "(j - low) / (high - low), clamped to [0, 1]."
+            )
+        return _hint(
+            "pair j turns original_len * w_j / (2 pi) times over original_len positions; kept above 32 turns, "
+            "divided by s below 1, blended in between."
+        )
+    return _ok(f"your function agrees with ac.rope_frequencies on {len(_YARN_CASES)} hidden cases.")
+
+
+def check_yarn_kept(answer) -> Feedback:
+    """The pairs that YaRN leaves unchanged for D = 64, base 10000, original length 2048: pairs 0 to 8."""
+    if answer is None:
+        return _hint("replace None with a list of pair indices.")
+    if isinstance(answer, torch.Tensor):
+        answer = answer.tolist()
+    if isinstance(answer, (str, bytes)) or not hasattr(answer, "__iter__"):
+        return _hint(f"expected a list of pair indices, got {type(answer).__name__}.")
+    try:
+        kept = sorted({int(j) for j in answer})
+    except (TypeError, ValueError):
+        return _hint("expected a list of whole numbers: the indices of the pairs.")
+    ratio = rope_frequencies(64, scaling=("yarn", 4.0, 2048)) / rope_frequencies(64)
+    right = [j for j, r in enumerate(ratio.tolist()) if r == 1.0]  # 0 .. 8
+    slowed = [j for j, r in enumerate(ratio.tolist()) if r == 0.25]  # the pairs divided by the full factor
+    if kept == right:
+        return _ok(
+            f"pairs {right[0]} to {right[-1]}: pair 8 turns about 33 times over 2048 positions, pair 9 about 24; "
+            "the 32-turn index is about 8.06, floor 8, so the ramp is 0 up to pair 8."
+        )
+    if any(j < 0 or j > 31 for j in kept):
+        return _hint("a head of size 64 has 32 pairs: indices 0 to 31.")
+    if kept == right[:-1]:
+        return _hint("pair 8 too: the ramp starts at floor(8.06) = 8, where it is still 0.")
+    if kept and kept[0] >= slowed[0]:
+        return _hint("those are pairs YaRN slows down; the kept ones are the fast pairs, those that turn many times.")
+    if kept and kept[0] == 0 and kept[-1] > right[-1]:
+        return _hint(
+            f"pairs {right[-1] + 1} to {slowed[0] - 1} lie on the ramp: blended, so slowed a little, not kept."
+        )
+    return _hint(
+        "count the turns, 2048 * w_j / (2 pi) with w_j = 10000^(-2j / 64): the pairs kept are those up to floor of the "
+        "index that turns 32 times."
+    )

@@ -15,10 +15,18 @@ from matplotlib.ticker import MaxNLocator
 
 from .._validate import require_finite, require_float, require_int, require_rank
 from ..positional import frequencies, positional_encoding
-from ..rotary import alibi_bias, apply_rope
+from ..rotary import (
+    YARN_BETA_FAST,
+    YARN_BETA_SLOW,
+    _require_scaling,
+    alibi_bias,
+    alibi_slopes,
+    apply_rope,
+    rope_frequencies,
+)
 from .heatmaps import _draw_matrix, _np, _thin_ticks
 
-__all__ = ["plot_rope_angles", "plot_rope_scores", "plot_alibi", "plot_extrapolation"]
+__all__ = ["plot_rope_angles", "plot_rope_scores", "plot_alibi", "plot_extrapolation", "plot_rope_scalings"]
 
 TWO_PI = 2 * math.pi
 
@@ -172,7 +180,8 @@ def plot_alibi(head: int = 0, num_heads: int = 8, length: int = 16, axes=None) -
     against the distance i - j for every head, head ``head`` drawn thick.
 
     Args:
-        head: h in 0 .. num_heads - 1, the head shown (slope 2^(-8 (h + 1) / H)), counted from 0.
+        head: h in 0 .. num_heads - 1, the head shown (slope ``alibi_slopes(H)[h]``: 2^(-8 (h + 1) / H) when H is a
+            power of two), counted from 0.
         num_heads: H.
         length: T, the number of positions.
         axes: two axes, or None for a new figure.
@@ -202,8 +211,13 @@ def plot_alibi(head: int = 0, num_heads: int = 8, length: int = 16, axes=None) -
     right.set_title("Every head: a line of slope -m_h", fontsize=10)
     right.set_xlim(0, length + 1.5)  # room for the labels at the lines' ends
 
-    slope = 2 ** (-8 * (head + 1) / num_heads)
-    left.set_title(f"Head {head} of {num_heads}: slope m = 2^(-8*{head + 1}/{num_heads}) = {slope:.3g}", fontsize=10)
+    slope = float(alibi_slopes(num_heads)[head])
+    if num_heads & (num_heads - 1) == 0:  # a power of two: the slope is 2^(-8 (h + 1) / H)
+        left.set_title(
+            f"Head {head} of {num_heads}: slope m = 2^(-8*{head + 1}/{num_heads}) = {slope:.3g}", fontsize=10
+        )
+    else:
+        left.set_title(f"Head {head} of {num_heads}: slope m = {slope:.3g}", fontsize=10)
     for h, line in enumerate(lines):
         line.set_linewidth(3 if h == head else 1)
         line.set_alpha(1.0 if h == head else 0.5)
@@ -212,27 +226,41 @@ def plot_alibi(head: int = 0, num_heads: int = 8, length: int = 16, axes=None) -
 
 
 def plot_extrapolation(
-    results, train_len: int, metric: str = "accuracy", baseline=None, baseline_label: str = "baseline", ax=None
+    results,
+    train_len: int,
+    metric: str = "accuracy",
+    baseline=None,
+    baseline_label: str = "baseline",
+    ax=None,
+    *,
+    x: str = "test_len",
+    xlabel: str = "test sequence length",
+    markers: bool = True,
 ) -> Figure:
-    """A metric against the test length for each position scheme: the mean over seeds, a band from the lowest to the
-    highest seed, and the lengths beyond training shaded.
+    """A metric against the test length (or the position) for each position scheme: the mean over seeds, a band from
+    the lowest to the highest seed, and what lies beyond training shaded.
 
     Args:
-        results: a pandas DataFrame with columns ``scheme``, ``seed``, ``test_len`` and ``metric``, one row per
-            (scheme, seed, test length).
+        results: a pandas DataFrame with columns ``scheme``, ``seed``, ``x`` and ``metric``, one row per
+            (scheme, seed, x value).
         train_len: the longest training length (the shading starts after it).
         metric: the column plotted.
-        baseline: None, or a dict test length -> value drawn as a dashed black line (a reference that needs no
-            training, for example), labelled ``baseline_label``.
+        baseline: None, or a dict x value -> value drawn as a dashed black line (a reference that needs no
+            training, or the loss floor, for example), labelled ``baseline_label``.
         ax: the axes, or None for a new figure.
+        x: the column on the horizontal axis (``"test_len"``, or ``"position"`` for a loss at each position).
+        xlabel: its label.
+        markers: a marker at every point (for a few lengths; off for many positions).
     """
     require_int(train_len, "train_len")
     if not isinstance(metric, str):
         raise TypeError(f"metric must be the name of a column of results (a str), got {metric!r}")
-    missing = {"scheme", "seed", "test_len", metric} - set(getattr(results, "columns", ()))
+    if not isinstance(x, str):
+        raise TypeError(f"x must be the name of a column of results (a str), got {x!r}")
+    missing = {"scheme", "seed", x, metric} - set(getattr(results, "columns", ()))
     if missing:
         raise ValueError(
-            f"results must be a DataFrame with columns scheme, seed, test_len and {metric}, missing {sorted(missing)}"
+            f"results must be a DataFrame with columns scheme, seed, {x} and {metric}, missing {sorted(missing)}"
         )
     if len(results) == 0:
         raise ValueError("results must hold at least one row (scheme, seed, test length), got an empty DataFrame")
@@ -246,18 +274,69 @@ def plot_extrapolation(
     if ax is None:
         fig, ax = plt.subplots(figsize=(8, 4.2), layout="constrained")
     fig = ax.figure
-    ax.axvspan(train_len + 0.5, results["test_len"].max() + 0.5, color="0.92", zorder=0)
+    ax.axvspan(train_len + 0.5, results[x].max() + 0.5, color="0.92", zorder=0)
     sns.lineplot(
-        data=results, x="test_len", y=metric, hue="scheme", style="scheme", markers=True, dashes=False,
+        data=results, x=x, y=metric, hue="scheme", style="scheme", markers=markers, dashes=False,
         errorbar=("pi", 100), ax=ax,
     )  # fmt: skip
     if baseline is not None:
         lengths = sorted(baseline)
         ax.plot(lengths, [baseline[n] for n in lengths], "--", color="black", linewidth=1.2, label=baseline_label)
     ax.axvline(train_len + 0.5, color="0.4", linestyle=":", linewidth=1)
-    ax.text(train_len + 0.7, 0.02, "longer than any training sequence", transform=ax.get_xaxis_transform(), fontsize=8)
-    ax.set_xlabel("test sequence length")
+    ax.text(train_len + 0.7, 0.02, "beyond any training sequence", transform=ax.get_xaxis_transform(), fontsize=8)
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(metric)
-    ax.set_title(f"{metric.capitalize()} against length: mean over seeds, band = lowest to highest seed", fontsize=10)
+    seeds = results["seed"].nunique()
+    spread = "mean over seeds, band = lowest to highest seed" if seeds > 1 else "one run"
+    ax.set_title(f"{metric.capitalize()} against {xlabel}: {spread}", fontsize=10)
     ax.legend(fontsize=8, title="positions", title_fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return fig
+
+
+def plot_rope_scalings(head_dim: int, scalings: dict, original_len: int, base: float = 10000.0, ax=None) -> Figure:
+    """Each context-extension scaling's frequency of every RoPE pair, divided by the original frequency, against how
+    many turns the pair makes over the original length ``original_len * w_i / (2 pi)`` (both axes logarithmic).
+
+    A ratio of 1 means the pair is kept, ``1 / s`` that it is interpolated (it turns s times slower). YaRN's ramp
+    ends are marked: pairs that turn more than ``beta_fast = 32`` times are kept, fewer than ``beta_slow = 1`` times
+    interpolated.
+
+    Args:
+        head_dim: D, even; D / 2 pairs.
+        scalings: dict label -> scaling (``rope_frequencies``' ``scaling``), for example
+            ``{"PI": ("linear", 4), "NTK": ("ntk", 4), "YaRN": ("yarn", 4, 4096)}``.
+        original_len: the training length the turns are counted over.
+        base: RoPE's wavelength scale.
+        ax: the axes, or None for a new figure.
+    """
+    require_int(head_dim, "head_dim", 2)
+    require_int(original_len, "original_len")
+    if not isinstance(scalings, dict) or not scalings:
+        got = "an empty dict" if isinstance(scalings, dict) else type(scalings).__name__
+        raise TypeError(f"scalings must be a dict label -> scaling, not empty, got {got}")
+    for scaling in scalings.values():
+        _require_scaling(scaling)
+    omega = _np(rope_frequencies(head_dim, base))  # (D/2,)
+    turns = original_len * omega / TWO_PI  # (D/2,): turns of each pair over the original length
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
+    fig = ax.figure
+    styles = ["o-", "s-", "^-", "D-", "v-"]
+    for number, (label, scaling) in enumerate(scalings.items()):
+        ratio = _np(rope_frequencies(head_dim, base, scaling)) / omega  # (D/2,): 1 kept, 1 / s interpolated
+        ax.plot(turns, ratio, styles[number % len(styles)], markersize=3.5, linewidth=1.2, label=label)
+    for rotations, name in [(YARN_BETA_SLOW, "beta_slow"), (YARN_BETA_FAST, "beta_fast")]:
+        ax.axvline(rotations, color="0.5", linestyle=":", linewidth=1)
+        ax.text(rotations, 1.02, f" {name} = {rotations}", transform=ax.get_xaxis_transform(), fontsize=8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    lowest = min(float(line.get_ydata().min()) for line in ax.lines if len(line.get_ydata()) == len(turns))
+    ticks = [2.0**-k for k in range(0, 1 + math.ceil(-math.log2(lowest) - 1e-9))]  # 1, 1/2, 1/4, ... down to 1/s
+    ax.set_yticks(ticks, labels=["1" if t == 1 else f"1/{1 / t:g}" for t in ticks])
+    ax.set_yticks([], minor=True)
+    ax.invert_xaxis()  # pair 0 (fastest) on the left
+    ax.set_xlabel(f"turns of the pair over the original {original_len} positions (pair 0 on the left)")
+    ax.set_ylabel("new frequency / original")
+    ax.set_title(f"Which pairs each scaling slows down (D = {head_dim}, base {base:g})", fontsize=10, pad=14)
+    ax.legend(fontsize=8, loc="lower left")
     return fig

@@ -1,0 +1,116 @@
+"""attn_course.lmtask: the order-2 Markov source, training on given batches, and the loss at each position."""
+
+import math
+
+import pytest
+import torch
+from torch import nn
+from torch.testing import assert_close
+
+from attn_course import DecoderOnlyLM
+from attn_course.lmtask import fit_lm, markov_task, position_losses
+
+
+def _table(vocab=5, seed=0):
+    return torch.randint(0, vocab, (vocab, vocab), generator=torch.Generator().manual_seed(seed))
+
+
+def test_markov_task_follows_the_table_always_when_follow_is_one():
+    table = _table()
+    tokens = markov_task(6, 12, table, 1.0, generator=torch.Generator().manual_seed(1))
+    assert tokens.shape == (6, 12) and tokens.dtype == torch.long
+    assert torch.equal(tokens[:, 2:], table[tokens[:, :-2], tokens[:, 1:-1]])
+
+
+def test_markov_task_follows_the_table_with_the_stated_probability():
+    vocab, follow = 6, 0.7
+    table = _table(vocab)
+    tokens = markov_task(400, 30, table, follow, generator=torch.Generator().manual_seed(2))
+    hits = (tokens[:, 2:] == table[tokens[:, :-2], tokens[:, 1:-1]]).float().mean().item()
+    expected = follow + (1 - follow) / vocab  # the uniform draw may pick the table's token too
+    assert hits == pytest.approx(expected, abs=0.01)
+    assert tokens.min() >= 0 and tokens.max() < vocab
+
+
+def test_markov_task_is_reproducible_and_uniform_when_follow_is_zero():
+    table = _table()
+    a = markov_task(3, 8, table, 0.0, generator=torch.Generator().manual_seed(5))
+    b = markov_task(3, 8, table, 0.0, generator=torch.Generator().manual_seed(5))
+    assert torch.equal(a, b)
+    counts = torch.bincount(markov_task(2000, 10, table, 0.0, generator=torch.Generator().manual_seed(6)).flatten())
+    assert (counts.float() / counts.sum() - 0.2).abs().max() < 0.02
+
+
+@pytest.mark.parametrize(
+    "args, error, match",
+    [
+        ((0, 5, _table(), 0.8), ValueError, "batch_size must be an integer >= 1"),
+        ((2, 1, _table(), 0.8), ValueError, "length must be an integer >= 2"),
+        ((2, 5, torch.zeros(3, 4, dtype=torch.long), 0.8), ValueError, r"table must be a \(C, C\) tensor"),
+        ((2, 5, [[0, 1], [1, 0]], 0.8), ValueError, r"table must be a \(C, C\) tensor of tokens, got list"),
+        ((2, 5, torch.full((3, 3), 3), 0.8), ValueError, r"table must hold token ids in \[0, 3\)"),
+        ((2, 5, _table(), 1.5), ValueError, r"follow must be .*in \[0, 1\]"),
+    ],
+)
+def test_markov_task_refuses_bad_arguments_by_name(args, error, match):
+    with pytest.raises(error, match=match):
+        markov_task(*args)
+
+
+def _model(vocab=5, positional="rope", seed=0):
+    torch.manual_seed(seed)
+    return DecoderOnlyLM(vocab, 16, 2, 1, 20, positional=positional)
+
+
+def test_position_losses_are_the_cross_entropy_at_each_target():
+    model = _model().eval()
+    tokens = markov_task(4, 9, _table(), 0.8, generator=torch.Generator().manual_seed(3))
+    got = position_losses(model, tokens)
+    assert got.shape == (8,)
+    logits = model(tokens)
+    for t in range(1, 9):
+        expected = nn.functional.cross_entropy(logits[:, t - 1], tokens[:, t])
+        assert_close(got[t - 1], expected)
+    assert not got.requires_grad
+
+
+def test_position_losses_refuses_one_position_and_no_sequence():
+    model = _model()
+    with pytest.raises(ValueError, match="at least 2 positions"):
+        position_losses(model, torch.zeros(3, 1, dtype=torch.long))
+    with pytest.raises(ValueError, match="at least one sequence"):
+        position_losses(model, torch.zeros(0, 4, dtype=torch.long))
+
+
+def test_fit_lm_lowers_the_loss_and_is_reproducible():
+    table = _table()
+    batches = markov_task(40 * 8, 10, table, 0.9, generator=torch.Generator().manual_seed(4)).view(40, 8, 10)
+    test = markov_task(64, 10, table, 0.9, generator=torch.Generator().manual_seed(5))
+    model = _model()
+    before = position_losses(model, test)[1:].mean()
+    losses = fit_lm(model, batches, lr=1e-2, warmup=4)
+    after = position_losses(model, test)[1:].mean()
+    assert len(losses) == 40 and all(isinstance(v, float) for v in losses)
+    assert after < before - 0.3
+    assert not model.training
+    again = _model()
+    assert fit_lm(again, batches, lr=1e-2, warmup=4) == losses  # same start, same batches: same run
+    u = 0.1 / 5
+    entropy = -(0.9 + u) * math.log(0.9 + u) - 4 * u * math.log(u)
+    assert after > entropy  # no model beats the source
+
+
+@pytest.mark.parametrize(
+    "model, batches, kwargs, error, match",
+    [
+        (nn.Linear(2, 2), torch.zeros(2, 2, 3, dtype=torch.long), {}, TypeError, "model must be a DecoderOnlyLM"),
+        (None, torch.zeros(2, 3, dtype=torch.long), {}, ValueError, r"batches must be a \(S, B, T\) tensor"),
+        (None, torch.zeros(2, 2, 1, dtype=torch.long), {}, ValueError, "T >= 2"),
+        (None, torch.zeros(0, 2, 4, dtype=torch.long), {}, ValueError, "S, B >= 1"),
+        (None, torch.full((2, 2, 4), 9), {}, ValueError, r"batches must hold token ids in \[0, 5\)"),
+        (None, torch.zeros(2, 2, 4, dtype=torch.long), {"lr": 0.0}, ValueError, "lr must be"),
+    ],
+)
+def test_fit_lm_refuses_bad_arguments_by_name(model, batches, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        fit_lm(model if model is not None else _model(), batches, **kwargs)
