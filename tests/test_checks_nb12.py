@@ -1,0 +1,213 @@
+"""attn_course.checks.nb12, the checks of notebook 12 (linear attention):
+"Correct" for a right answer, a hint for each mistake."""
+
+import math
+
+import pytest
+import torch
+from _check_helpers import as_int_float_tensor_numpy, assert_correct, assert_hint
+
+from attn_course import checks
+
+# ----------------------------------------------------------------------------------------------
+# Exercise 1: check_recurrent_step
+# ----------------------------------------------------------------------------------------------
+
+
+def _step(S, z, phi_q, phi_k, v, decay):
+    S_new = decay * S + torch.outer(phi_k, v)
+    z_new = decay * z + phi_k
+    normaliser = phi_q @ z_new
+    return S_new, z_new, phi_q @ S_new / normaliser if normaliser != 0 else torch.zeros_like(v)
+
+
+def _step_float32(S, z, phi_q, phi_k, v, decay):
+    return tuple(t.double() for t in _step(S.float(), z.float(), phi_q.float(), phi_k.float(), v.float(), decay))
+
+
+def _step_batched_style(S, z, phi_q, phi_k, v, decay):
+    """Right, written with broadcasting and a clamp-free zero test."""
+    S_new = decay * S + phi_k[:, None] * v[None, :]
+    z_new = decay * z + phi_k
+    den = (phi_q * z_new).sum()
+    out = (phi_q[:, None] * S_new).sum(0) / torch.where(den == 0, 1.0, den) * (den != 0)
+    return S_new, z_new, out
+
+
+@pytest.mark.parametrize("fn", [_step, _step_float32, _step_batched_style])
+def test_check_recurrent_step_right_answers(fn):
+    assert_correct(checks.check_recurrent_step(fn), "with and without decay")
+
+
+def _bad_step(kind):
+    def step(S, z, phi_q, phi_k, v, decay):
+        S_new, z_new, out = _step(S, z, phi_q, phi_k, v, decay)
+        if kind == "transposed":
+            return decay * S.T + torch.outer(v, phi_k), z_new, out
+        if kind == "no-decay-state":
+            S_new = S + torch.outer(phi_k, v)
+            return S_new, z_new, phi_q @ S_new / (phi_q @ z_new)
+        if kind == "decay-after-add":
+            S_new = decay * (S + torch.outer(phi_k, v))
+            return S_new, z_new, phi_q @ S_new / (phi_q @ z_new)
+        if kind == "no-decay-norm":
+            return S_new, z + phi_k, out
+        if kind == "norm-with-query":
+            return S_new, decay * z + phi_q, out
+        if kind == "norm-not-updated":
+            return S_new, decay * z, out
+        if kind == "read-before":
+            den = phi_q @ (decay * z)
+            return S_new, z_new, phi_q @ (decay * S) / den if den != 0 else torch.zeros_like(v)
+        if kind == "no-normaliser":
+            return S_new, z_new, phi_q @ S_new
+        if kind == "old-normaliser":
+            den = phi_q @ z
+            return S_new, z_new, phi_q @ S_new / (den if den != 0 else phi_q @ z_new)
+        if kind == "nan-on-zero":
+            return S_new, z_new, phi_q @ S_new / (phi_q @ z_new)
+        if kind == "rounded":
+            return S_new, z_new, out.round(decimals=2)
+        if kind == "placeholders":
+            return None, None, None
+        if kind == "two":
+            return S_new, z_new
+        if kind == "hard-coded":
+            return S_new, z_new, out.view(3)
+        if kind == "in-place":
+            S.mul_(decay).add_(torch.outer(phi_k, v))
+            return S, z_new, out
+        raise RuntimeError("boom")
+
+    return step
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        pytest.param(None, ["replace None", "step(S, z, phi_q, phi_k, v, decay)"], id="none"),
+        pytest.param("f", ["expected a function", "str"], id="str"),
+        pytest.param(_bad_step("transposed"), ["(F, V)", "torch.outer(phi_k, v)"], id="transposed"),
+        pytest.param(_bad_step("no-decay-state"), ["decay the old state", "old keys fade"], id="no-decay-state"),
+        pytest.param(_bad_step("decay-after-add"), ["before adding the new key", "full strength"], id="decay-after"),
+        pytest.param(_bad_step("no-decay-norm"), ["decay the normaliser with the state", "sum to 1"], id="norm-decay"),
+        pytest.param(_bad_step("norm-with-query"), ["add phi_k, not phi_q"], id="norm-query"),
+        pytest.param(_bad_step("norm-not-updated"), ["add the new key's features to z"], id="norm-stale"),
+        pytest.param(_bad_step("read-before"), ["read after the update", "sees itself"], id="read-before"),
+        pytest.param(_bad_step("no-normaliser"), ["divide by the normaliser", "Nadaraya-Watson"], id="no-norm"),
+        pytest.param(_bad_step("old-normaliser"), ["updated normaliser"], id="old-norm"),
+        pytest.param(_bad_step("nan-on-zero"), ["features are all zero", "return zeros"], id="nan"),
+        pytest.param(_bad_step("rounded"), ["close", "rounded to 2 decimals"], id="rounded"),
+        pytest.param(_bad_step("placeholders"), ["replace the None placeholders"], id="placeholders"),
+        pytest.param(_bad_step("two"), ["return three tensors"], id="two"),
+        pytest.param(_bad_step("hard-coded"), ["raised RuntimeError", "hidden case: after 4 steps"], id="hard-coded"),
+        pytest.param(_bad_step("in-place"), ["changed its input S in place"], id="in-place"),
+        pytest.param(_bad_step("raise"), ["raised RuntimeError", "boom"], id="raise"),
+    ],
+)
+def test_check_recurrent_step_hints(answer, words):
+    assert_hint(checks.check_recurrent_step(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# Exercise 2: check_delta_step
+# ----------------------------------------------------------------------------------------------
+
+
+def _delta(S, q, k, v, beta):
+    S_new = S + beta * torch.outer(k, v - k @ S)
+    return S_new, q @ S_new
+
+
+def _delta_transposed_maths(S, q, k, v, beta):
+    """Right, written with S^T explicitly."""
+    S_new = S + beta * k[:, None] * (v - S.T @ k)[None, :]
+    return S_new, S_new.T @ q
+
+
+@pytest.mark.parametrize("fn", [_delta, _delta_transposed_maths])
+def test_check_delta_step_right_answers(fn):
+    assert_correct(checks.check_delta_step(fn), "a key written twice")
+
+
+def _bad_delta(kind):
+    def step(S, q, k, v, beta):
+        S_new, out = _delta(S, q, k, v, beta)
+        if kind == "plain-sum":
+            S_new = S + beta * torch.outer(k, v)
+        elif kind == "no-beta":
+            S_new = S + torch.outer(k, v - k @ S)
+        elif kind == "beta-on-v":
+            S_new = S + torch.outer(k, beta * v - k @ S)
+        elif kind == "beta-on-recall":
+            S_new = S + torch.outer(k, v - beta * (k @ S))
+        elif kind == "sign":
+            S_new = S + beta * torch.outer(k, k @ S - v)
+        elif kind == "recall-with-query":
+            S_new = S + beta * torch.outer(k, v - q @ S)
+        elif kind == "transposed":
+            return (S + beta * torch.outer(k, v - k @ S)).T, out
+        elif kind == "read-old":
+            return S_new, q @ S
+        elif kind == "read-wrong-side":
+            return S_new, S_new @ v
+        elif kind == "rounded":
+            return S_new.round(decimals=3), out
+        elif kind == "in-place":
+            S.add_(beta * torch.outer(k, v - k @ S))
+            return S, q @ S
+        elif kind == "one":
+            return S_new
+        return S_new, q @ S_new
+
+    return step
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        pytest.param(None, ["replace None", "delta_step(S, q, k, v, beta)"], id="none"),
+        pytest.param(_bad_delta("plain-sum"), ["subtract what the memory already returns", "piles"], id="sum"),
+        pytest.param(_bad_delta("no-beta"), ["scale the write by beta"], id="no-beta"),
+        pytest.param(_bad_delta("beta-on-v"), ["beta multiplies the whole error", "not v alone"], id="beta-v"),
+        pytest.param(_bad_delta("beta-on-recall"), ["beta multiplies the whole error", "recalled"], id="beta-recall"),
+        pytest.param(_bad_delta("sign"), ["v - S^T k", "other sign"], id="sign"),
+        pytest.param(_bad_delta("recall-with-query"), ["recall with the key being written"], id="query"),
+        pytest.param(_bad_delta("transposed"), ["(D, V)", "torch.outer(k, error)"], id="transposed"),
+        pytest.param(_bad_delta("read-old"), ["read the output from the updated state", "S_{t-1}"], id="read-old"),
+        pytest.param(_bad_delta("read-wrong-side"), ["o must have shape"], id="read-shape"),
+        pytest.param(_bad_delta("rounded"), ["close", "rounded to 3 decimals"], id="rounded"),
+        pytest.param(_bad_delta("in-place"), ["changed its input S in place"], id="in-place"),
+        pytest.param(_bad_delta("one"), ["return two tensors"], id="one"),
+    ],
+)
+def test_check_delta_step_hints(answer, words):
+    assert_hint(checks.check_delta_step(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# Exercise 3: check_state_capacity
+# ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("answer", as_int_float_tensor_numpy(48))
+def test_check_state_capacity_right_answer(answer):
+    assert_correct(checks.check_state_capacity(answer), "orthonormal")
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        pytest.param(None, ["replace None", "number of pairs"], id="none"),
+        pytest.param(48 * 20, ["D x V = 960", "key directions"], id="entries"),
+        pytest.param(48 * 48, ["D x D"], id="square"),
+        pytest.param(20, ["V = 20 is the size of a value"], id="value-size"),
+        pytest.param(47, ["off by one"], id="minus-one"),
+        pytest.param(49, ["off by one"], id="plus-one"),
+        pytest.param(math.inf, ["a finite number", "crosstalk"], id="inf"),
+        pytest.param(10, ["orthogonal", "How many"], id="other"),
+        pytest.param("many", ["expected one number"], id="str"),
+    ],
+)
+def test_check_state_capacity_hints(answer, words):
+    assert_hint(checks.check_state_capacity(answer), *words)
