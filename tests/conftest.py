@@ -11,6 +11,11 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from _helpers import error_for  # noqa: E402
 
+# One torch thread per test process. `make test` runs two pytest-xdist workers on a 2-core machine; with torch's
+# default of one thread per core, four threads fight over two cores and OpenMP's waiting threads spin: the unit
+# tests took several times as long. The notebooks' kernels are processes of their own and keep torch's default.
+torch.set_num_threads(1)
+
 
 @pytest.fixture(autouse=True)
 def _close_figures():
@@ -58,16 +63,6 @@ def call_unmodified():
         return result
 
     return call
-
-
-@pytest.fixture
-def one_thread():
-    """Run a test on one torch thread: tiny tensors go much faster than with two threads fighting over the cores
-    with the other test worker. The thread count is restored afterwards."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture

@@ -12,9 +12,6 @@ from attn_course.tasks import BOS, EOS, PAD, VOCAB_SIZE, make_batch
 SOURCES = ["1234", "56", "7"]  # S = 5 (4 digits + <eos>), src_len = [5, 3, 2]
 
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
-
 def _batch():
     return make_batch(SOURCES)
 

@@ -9,8 +9,6 @@ from attn_course import AttentionDecoder, RNNSeq2Seq, Seq2SeqEncoder
 from attn_course.masking import masked_softmax
 from attn_course.tasks import EOS, make_batch
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
 
 def test_dot_score_weights_are_the_scaled_dot_products_of_state_and_encoder_states():
     batch = make_batch(["1234", "56", "7"])

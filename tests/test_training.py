@@ -44,9 +44,6 @@ MODELS = {
 }
 
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
-
 @pytest.fixture(scope="module")
 def data():
     return reversal_task(num_train=64, num_valid=16, num_test=16, max_len=4)
