@@ -5,7 +5,10 @@ JupyterLab from this environment serves a temporary copy of ``notebooks/`` on 12
 settings in temporary folders (the user's Jupyter config, settings and workspaces are not read or written;
 ``make lab`` keeps its own secure defaults). For each notebook the test opens it, runs its cells in the
 ``attn-course`` kernel from the first to the last one that makes a slider panel (nbval and the site build run every
-cell; what JupyterLab adds is the widgets), and asserts that none shows an error; then, in every slider panel, it
+cell; what JupyterLab adds is the widgets), and asserts that none shows an error. Notebooks that train a model run
+here with fewer epochs or steps (``QUICK``, injected by papermill as a student's own values would be): the same
+cells, code paths and widgets in a fraction of the time; nbval and the site build run them as published. Then, in
+every slider panel, it
 moves each control once (a key press on a slider, another option in a dropdown, a click on a checkbox...) and asserts
 that the panel's figure is redrawn with different image data and that no error appears. A screenshot of each
 notebook goes to ``build/screenshots/lab/``, the server's log to ``build/lab-server.log``.
@@ -29,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+import papermill
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,6 +41,13 @@ BUILD = ROOT / "build"
 SERVER_LOG = BUILD / "lab-server.log"
 SCREENSHOTS = BUILD / "screenshots" / "lab"
 KERNEL = "attn-course"
+
+# Parameters that make a notebook's training short: the notebook's own parameter names (a test checks them).
+QUICK = {
+    "07_attention_in_seq2seq.ipynb": {"EPOCHS": 2},
+    "08_tiny_transformer.ipynb": {"EPOCHS": 2},
+    "09_decoder_only_model.ipynb": {"STEPS": 40},
+}
 
 SERVER_START_S = 90  # JupyterLab's first start on a busy 2-core machine
 KERNEL_READY_S = 90
@@ -318,7 +329,17 @@ def lab():
         root = tmp / "notebooks"
         root.mkdir()
         for notebook in NOTEBOOKS:
-            shutil.copy2(notebook, root / notebook.name)
+            if notebook.name in QUICK:
+                papermill.execute_notebook(
+                    notebook,
+                    root / notebook.name,
+                    parameters=QUICK[notebook.name],
+                    prepare_only=True,
+                    kernel_name=KERNEL,
+                    progress_bar=False,
+                )
+            else:
+                shutil.copy2(notebook, root / notebook.name)
         dirs = {name: tmp / name for name in ("config", "data", "runtime", "settings", "workspaces")}
         for path in dirs.values():
             path.mkdir()
@@ -642,7 +663,7 @@ def test_notebook_runs_and_its_sliders_redraw_in_jupyterlab(lab, watched_page, n
 
         started = time.monotonic()
         open_s = started - opening
-        last = last_panel_cell(notebook)
+        last = last_panel_cell(lab.root / name)  # the copy served: with QUICK's injected cell, one more
         ran = f"running cells 1-{last}"
         outcome = page.evaluate("([last, ms]) => window.__attnTest.runThrough(last, ms)", [last, RUN_ALL_S * 1000])
         if outcome == "timeout":
@@ -695,3 +716,29 @@ def test_notebook_runs_and_its_sliders_redraw_in_jupyterlab(lab, watched_page, n
             lab.shutdown_kernels_of(name)
         except (OSError, urllib.error.URLError) as error:
             print(f"{name}: could not shut its kernel down: {error}")
+
+
+def test_quick_parameters_are_the_notebooks_own_and_shorten_them():
+    """QUICK names parameters each notebook has (papermill would inject a misspelt one without a word) and lowers
+    them: a value at or above the published one saves nothing."""
+    import ast
+
+    import nbformat
+
+    for name, quick in QUICK.items():
+        notebook = ROOT / "notebooks" / name
+        assert notebook.exists(), f"QUICK names {name}, which is not a course notebook"
+        cell = next(
+            c for c in nbformat.read(notebook, as_version=4).cells if "parameters" in c.metadata.get("tags", [])
+        )
+        published = {
+            target.id: ast.literal_eval(node.value)
+            for node in ast.parse(cell.source).body
+            if isinstance(node, ast.Assign)
+            for target in node.targets
+            if isinstance(target, ast.Name)
+        }
+        for parameter, value in quick.items():
+            assert parameter in published, f"{name} has no parameter {parameter} (it has {sorted(published)})"
+            was = published[parameter]
+            assert value < was, f"{name}: QUICK {parameter} = {value}, not below the published {was}"
