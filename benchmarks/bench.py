@@ -8,10 +8,12 @@
    ours / PyTorch's, against 1.5.
 4. Generation: time per new token with and without the KV cache, at 64 to 1024 tokens (notebook 09's model).
 5. Efficient attention: flash_attention against the fused kernel and the materialised formula, time and peak memory.
+6. Linear attention: linear_attention against the fused kernel and the materialised formula over N, time and peak
+   memory.
 
 The numbers are reported, not asserted: a person judges them (the machine may be busy with other work; the
-load average before and after is in the report). ``--only notebooks,sliders,kernels,generation,efficient`` runs some
-parts.
+load average before and after is in the report). ``--only notebooks,sliders,kernels,generation,efficient,linear``
+runs some parts.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from pathlib import Path
 import efficient_bench
 import generation_bench
 import kernel_ratios
+import linear_bench
 import markdown
 import matplotlib
 import notebook_times
@@ -39,7 +42,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 RESULTS = Path(__file__).resolve().parent / "results.md"
-PARTS = ("notebooks", "sliders", "kernels", "generation", "efficient")
+PARTS = ("notebooks", "sliders", "kernels", "generation", "efficient", "linear")
 
 
 def _progress(message: str) -> None:
@@ -228,6 +231,11 @@ def main(argv: list[str] | None = None) -> int:
         note = efficient_bench.__doc__.split("\n\n", 1)[1].strip()
         sections.append(("5. Efficient attention", note, markdown.table(efficient_bench.HEADER, table)))
         misses += [f"efficient {m}" for m in missed]
+    if "linear" in parts:
+        table, missed = linear_bench.verdicts(linear_bench.run(progress=_progress))
+        note = linear_bench.__doc__.split("\n\n", 1)[1].strip()
+        sections.append(("6. Linear attention", note, markdown.table(linear_bench.HEADER, table)))
+        misses += [f"linear {m}" for m in missed]
 
     header = [
         "# Benchmarks",
