@@ -314,6 +314,10 @@ def markov_task(
     if not isinstance(table, torch.Tensor) or table.dim() != 2 or table.shape[0] != table.shape[1]:
         got = tuple(table.shape) if isinstance(table, torch.Tensor) else type(table).__name__
         raise ValueError(f"table must be a (C, C) tensor of tokens, got {got}")
+    if table.numel() == 0:
+        raise ValueError(f"table must hold at least one token (C >= 1), got shape {tuple(table.shape)}")
+    if table.dtype != torch.int64:
+        raise TypeError(f"table must be a (C, C) int64 tensor of tokens, got {table.dtype}")
     require_tokens(table, "table", table.shape[0])
     require_number(follow, "follow", "in [0, 1]", lambda v: 0 <= v <= 1)
     if generator is not None and not isinstance(generator, torch.Generator):
@@ -339,9 +343,13 @@ def fit_lm(
     if not isinstance(batches, torch.Tensor) or batches.dim() != 3 or batches.shape[-1] < 2 or 0 in batches.shape:
         got = tuple(batches.shape) if isinstance(batches, torch.Tensor) else type(batches).__name__
         raise ValueError(f"batches must be a (S, B, T) tensor of tokens with S, B >= 1 and T >= 2, got {got}")
+    if batches.dtype != torch.int64:
+        raise TypeError(f"batches must be a (S, B, T) int64 tensor of tokens, got {batches.dtype}")
     require_tokens(batches.flatten(0, 1), "batches", model.vocab_size)
     require_positive(lr, "lr")
     require_int(warmup, "warmup", 0)
+    if foreach is not None and not isinstance(foreach, bool):
+        raise TypeError(f"foreach must be True, False or None, got {foreach!r} ({type(foreach).__name__})")
     steps = batches.shape[0]
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, foreach=foreach)
     warmup = min(warmup, steps - 1)
@@ -371,7 +379,9 @@ def fit_lm(
 def position_losses(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
     """The next-token loss (nats) at each target position, averaged over the batch: (T - 1,), entry ``t - 1`` for the
     prediction of token ``t`` (made at position ``t - 1``), ``t = 1 .. T - 1``."""
-    require_tokens(tokens, "tokens", getattr(model, "vocab_size", 2**62))
+    if not isinstance(model, nn.Module) or not hasattr(model, "vocab_size"):
+        raise TypeError(f"model must be a DecoderOnlyLM, got {type(model).__name__}")
+    require_tokens(tokens, "tokens", model.vocab_size)
     _require_sequences(tokens)
     if tokens.shape[1] < 2:
         raise ValueError(f"tokens must hold at least 2 positions (one prediction), got shape {tuple(tokens.shape)}")

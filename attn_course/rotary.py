@@ -112,7 +112,16 @@ def rope_frequencies(head_dim: int, base: float = 10000.0, scaling=None) -> torc
     if kind == "ntk":
         if head_dim < 4:
             raise ValueError(f'scaling ("ntk", s) needs head_dim >= 4 (its exponent is D / (D - 2)), got {head_dim}')
-        return frequencies(head_dim, base * factor ** (head_dim / (head_dim - 2)))  # pair 0 kept, the last one / s
+        try:
+            new_base = base * factor ** (head_dim / (head_dim - 2))
+        except OverflowError:
+            new_base = math.inf
+        if not math.isfinite(new_base):
+            raise ValueError(
+                f'scaling ("ntk", s): the new base base * s^(D / (D - 2)) overflows for base = {base}, s = {factor}, '
+                f"D = {head_dim}; use a smaller factor s"
+            )
+        return frequencies(head_dim, new_base)  # pair 0 kept, the last one divided by s
     ramp = _yarn_ramp(head_dim, base, scaling[2])  # (D/2,): 0 = keep, 1 = interpolate
     return (omega / factor) * ramp + omega * (1 - ramp)
 

@@ -214,7 +214,7 @@ def _yarn(head_dim, base, factor, original_len, rounded=True, reverse=False, bet
 
 
 def test_check_yarn_frequencies_right_answers():
-    assert_correct(check_yarn_frequencies(_yarn), "4 hidden cases")
+    assert_correct(check_yarn_frequencies(_yarn), "5 hidden cases")
     assert_correct(check_yarn_frequencies(lambda d, b, s, n: rope_frequencies(d, b, ("yarn", s, n)).float()))
 
 
@@ -251,7 +251,7 @@ def test_check_yarn_frequencies_blend_hint_when_only_the_ends_are_right():
 
 
 def test_check_yarn_frequencies_runs_every_hidden_case():
-    """The learner's function is run on each of the four hidden cases, head sizes all different."""
+    """The learner's function is run on each of the five hidden cases, head sizes all different."""
     calls = []
 
     def spy(d, b, s, n):
@@ -259,7 +259,7 @@ def test_check_yarn_frequencies_runs_every_hidden_case():
         return _yarn(d, b, s, n)
 
     assert_correct(check_yarn_frequencies(spy))
-    assert len({d for d, _ in calls}) == len(calls) == 4  # four head sizes, all different
+    assert len({d for d, _ in calls}) == len(calls) == 5  # five head sizes, all different
 
 
 # ----------------------------------------------------------------------------------------------
@@ -283,9 +283,84 @@ def test_check_yarn_kept_right_answers(answer):
         (list(range(21, 32)), ["slows down"]),
         (list(range(21)), ["on the ramp"]),
         ([0, 40], ["indices 0 to 31"]),
-        ([], ["count the turns"]),
+        ([], ["keeps some pairs"]),
         ([3, 4], ["count the turns"]),
     ],
 )
 def test_check_yarn_kept_hints(answer, words):
+    assert_hint(check_yarn_kept(answer), *words)
+
+
+def _yarn_wrong(
+    head_dim,
+    base,
+    factor,
+    original_len,
+    rounding=(math.floor, math.ceil),
+    clamp=True,
+    nudge=True,
+    two_pi=True,
+    column=False,
+    clamp_ramp=True,
+):
+    """YaRN by hand with one convention changed: how the ramp's ends are rounded and clamped, whether an end equal to
+    the start is nudged by 0.001, the turn (2 pi or 1), the ramp's variable (pair j or column 2j), the ramp's clamp."""
+
+    def pair_index(rotations):
+        return head_dim * math.log(original_len / (rotations * (2 * math.pi if two_pi else 1))) / (2 * math.log(base))
+
+    low, high = rounding[0](pair_index(32)), rounding[1](pair_index(1))
+    if clamp:
+        low, high = max(low, 0), min(high, head_dim - 1)
+    if nudge and high == low:
+        high += 0.001
+    omega = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+    j = torch.arange(head_dim // 2, dtype=torch.float64) * (2 if column else 1)
+    ramp = (j - low) / (high - low)
+    ramp = ramp.clamp(0, 1) if clamp_ramp else ramp
+    return (omega / factor) * ramp + omega * (1 - ramp)
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"rounding": (math.ceil, math.floor)}, ["floor and ceil are swapped"]),
+        ({"rounding": (round, round)}, ["round()", "math.floor", "math.ceil"]),
+        ({"rounding": (int, int)}, ["int()", "math.floor", "math.ceil"]),
+        ({"clamp": False}, ["clamp the ramp's ends to [0, head_dim - 1]"]),
+        ({"nudge": False}, ["add 0.001", "both ends of the ramp are clamped to 0"]),
+        ({"two_pi": False}, ["2 pi radians"]),
+        ({"column": True}, ["pair index j", "not over the column 2j"]),
+        ({"clamp_ramp": False}, ["clamp the ramp to [0, 1]"]),
+    ],
+)
+def test_check_yarn_frequencies_names_the_other_conventions(kwargs, words):
+    """These used to get the generic "the blend is off" or "pair j turns ..." hint, or (no 0.001) to pass."""
+    assert_hint(check_yarn_frequencies(lambda d, b, s, n: _yarn_wrong(d, b, s, n, **kwargs)), *words)
+
+
+def test_check_yarn_frequencies_names_rounded_and_hard_coded_answers():
+    assert_hint(check_yarn_frequencies(lambda d, b, s, n: _yarn(d, b, s, n).round(decimals=4)), "rounded to 4")
+    assert_hint(check_yarn_frequencies(lambda d, b, s, n: _yarn(d, b, s, n).round(decimals=2)), "rounded to 2")
+    assert_hint(check_yarn_frequencies(lambda d, b, s, n: _yarn(64, b, s, n)), "from the head_dim argument")
+
+
+def test_check_yarn_frequencies_accepts_a_float32_answer_and_the_other_clamp():
+    """float32 as transformers computes it, and a ramp end clamped to head_dim / 2 - 1 (the same pairs): both right."""
+    assert_correct(check_yarn_frequencies(lambda d, b, s, n: _yarn(d, b, s, n).float()))
+
+
+@pytest.mark.parametrize(
+    "answer, words",
+    [
+        (list(range(1, 10)), ["counted from 0"]),
+        (list(range(1, 9)), ["pair 0 too"]),
+        ([True] * 9 + [False] * 23, ["not True / False"]),
+        ([0.5, 1.5], ["whole numbers"]),
+        (["0", "1"], ["whole numbers"]),
+        ([float("nan")], ["whole numbers"]),
+    ],
+)
+def test_check_yarn_kept_names_more_faults(answer, words):
+    """Indices from 1, a missing pair 0 and a True / False mask got the generic hint; [0.5] was read as [0]."""
     assert_hint(check_yarn_kept(answer), *words)

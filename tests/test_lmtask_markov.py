@@ -114,3 +114,33 @@ def test_fit_lm_lowers_the_loss_and_is_reproducible():
 def test_fit_lm_refuses_bad_arguments_by_name(model, batches, kwargs, error, match):
     with pytest.raises(error, match=match):
         fit_lm(model if model is not None else _model(), batches, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "table, error, match",
+    [
+        (torch.zeros(0, 0, dtype=torch.long), ValueError, r"table must hold at least one token \(C >= 1\)"),
+        (torch.zeros(3, 3), TypeError, r"table must be a \(C, C\) int64 tensor of tokens, got torch.float32"),
+        (torch.zeros(3, 3, dtype=torch.int32), TypeError, r"table must be a \(C, C\) int64 tensor"),
+    ],
+)
+def test_markov_task_refuses_an_empty_or_non_integer_table(table, error, match):
+    """An empty table used to reach torch.randint (a RuntimeError); a float table got the message of a (B, T) batch."""
+    before = table.clone()
+    with pytest.raises(error, match=match):
+        markov_task(2, 5, table)
+    assert torch.equal(table, before)
+
+
+def test_fit_lm_names_float_batches_and_a_bad_foreach():
+    with pytest.raises(TypeError, match=r"batches must be a \(S, B, T\) int64 tensor of tokens, got torch.float32"):
+        fit_lm(_model(), torch.zeros(2, 2, 4))
+    with pytest.raises(TypeError, match="foreach must be True, False or None"):
+        fit_lm(_model(), torch.zeros(2, 2, 4, dtype=torch.long), foreach="yes")
+
+
+def test_position_losses_refuses_what_is_not_a_model():
+    with pytest.raises(TypeError, match="model must be a DecoderOnlyLM, got str"):
+        position_losses("model", torch.zeros(2, 4, dtype=torch.long))
+    with pytest.raises(TypeError, match="model must be a DecoderOnlyLM, got Linear"):
+        position_losses(nn.Linear(2, 2), torch.zeros(2, 4, dtype=torch.long))

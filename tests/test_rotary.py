@@ -479,3 +479,10 @@ def test_rope_frequencies_refuses_odd_sizes_and_ntk_on_one_pair():
         rope_frequencies(2, scaling=("ntk", 2.0))
     with pytest.raises(ValueError, match="base must be"):
         rope_frequencies(8, base=1.0)
+
+
+@pytest.mark.parametrize("base, factor", [(10000.0, 1e300), (1e308, 2.0)])
+def test_rope_frequencies_ntk_names_a_base_that_overflows(base, factor):
+    """A huge factor used to raise Python's OverflowError (or give an infinite base) instead of the course's error."""
+    with pytest.raises(ValueError, match=r"the new base base \* s\^\(D / \(D - 2\)\) overflows"):
+        rope_frequencies(8, base, ("ntk", factor))

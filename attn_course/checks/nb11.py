@@ -16,6 +16,7 @@ from ._feedback import (
     _not_finite,
     _number_answer,
     _ok,
+    _rounded,
     _tensor_answer,
     _tensor_problem,
 )
@@ -143,25 +144,120 @@ def check_apply_rope(fn) -> Feedback:
 
 
 # Hidden cases of check_yarn_frequencies: (head_dim, base, factor, original_len), head sizes of different sizes, a ramp
-# that starts above pair 0 (and where floor and ceil matter), and one where the 32-turn pair lies below 0.
-_YARN_CASES = [(64, 10000.0, 4.0, 2048), (22, 500.0, 2.5, 300), (8, 10000.0, 4.0, 24), (128, 500000.0, 8.0, 8192)]
+# that starts above pair 0 (and where floor and ceil matter), one where the 32-turn pair lies below 0, and one so short
+# that both ends of the ramp are clamped to 0 (transformers then adds 0.001 to the end).
+_YARN_CASES = [
+    (64, 10000.0, 4.0, 2048),
+    (22, 500.0, 2.5, 300),
+    (8, 10000.0, 4.0, 24),
+    (128, 500000.0, 8.0, 8192),
+    (10, 10000.0, 3.0, 6),
+]
+
+_ROUNDINGS = {"floor": math.floor, "ceil": math.ceil, "round": round, "int": int, "none": lambda v: v}
 
 
-def _yarn_variant(head_dim, base, factor, original_len, rounded=True, reverse=False, beta=(32, 1)):
-    """YaRN's frequencies with one thing changed, to name what a wrong answer does."""
+def _yarn_variant(
+    head_dim,
+    base,
+    factor,
+    original_len,
+    rounding=("floor", "ceil"),
+    clamp=True,
+    nudge=True,
+    reverse=False,
+    beta=(32, 1),
+    two_pi=True,
+    index="pair",
+    clamp_ramp=True,
+):
+    """YaRN's frequencies with one thing changed, to name what a wrong answer does. ``rounding`` rounds the ramp's
+    start and end, ``clamp`` clamps them to [0, head_dim - 1], ``nudge`` adds 0.001 to an end equal to the start,
+    ``index`` is the ramp's variable (the pair j, or the column 2j), ``clamp_ramp`` clamps the ramp to [0, 1]."""
 
     def pair_index(rotations):
-        return head_dim * math.log(original_len / (rotations * 2 * math.pi)) / (2 * math.log(base))
+        turn = 2 * math.pi if two_pi else 1.0
+        return head_dim * math.log(original_len / (rotations * turn)) / (2 * math.log(base))
 
-    low, high = pair_index(beta[0]), pair_index(beta[1])
-    if rounded:
-        low, high = max(math.floor(low), 0), min(math.ceil(high), head_dim - 1)
-    high = high + 0.001 if high == low else high
+    low, high = _ROUNDINGS[rounding[0]](pair_index(beta[0])), _ROUNDINGS[rounding[1]](pair_index(beta[1]))
+    if clamp:
+        low, high = max(low, 0), min(high, head_dim - 1)
+    if nudge and high == low:
+        high += 0.001
     omega = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
-    ramp = ((torch.arange(head_dim // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+    j = torch.arange(head_dim // 2, dtype=torch.float64) * (2 if index == "column" else 1)
+    ramp = (j - low) / (high - low)  # (D/2,); NaN at j = low when the ends are equal and not nudged
+    if clamp_ramp:
+        ramp = ramp.clamp(0, 1)
     if reverse:
         ramp = 1 - ramp
     return (omega / factor) * ramp + omega * (1 - ramp)
+
+
+def _yarn_named(head_dim, base, factor, original_len):
+    """(frequencies, hint) for each wrong answer the check names, in the order tried."""
+    omega = rope_frequencies(head_dim, base)
+    case = (head_dim, base, factor, original_len)
+    return [
+        (omega, "nothing changed: these are the original frequencies; divide the slow pairs by the factor."),
+        (omega / factor, "that is position interpolation (every pair divided by s); YaRN keeps the fast pairs."),
+        (
+            rope_frequencies(head_dim, base, ("ntk", factor)) if head_dim >= 4 else omega,
+            "that is NTK-aware scaling (a larger base); YaRN keeps or divides each pair by its number of turns.",
+        ),
+        (
+            _yarn_variant(*case, reverse=True),
+            "the ramp is the wrong way round: the fast pairs (small j, many turns) are kept, the slow ones "
+            "divided by s; use (w / s) * ramp + w * (1 - ramp) with the ramp rising from 0 to 1.",
+        ),
+        (
+            _yarn_variant(*case, beta=(1, 32)),
+            "beta_fast and beta_slow are swapped: the ramp starts at the pair that turns 32 times and ends at "
+            "the one that turns once.",
+        ),
+        (
+            _yarn_variant(head_dim, base, 1 / factor, original_len),
+            "the slow pairs must turn slower: divide them by the factor, do not multiply.",
+        ),
+        (
+            _yarn_variant(*case, rounding=("ceil", "floor")),
+            "floor and ceil are swapped: the ramp starts at floor of the 32-turn pair index and ends at ceil of "
+            "the 1-turn one (the ramp is widened, not narrowed).",
+        ),
+        (
+            _yarn_variant(*case, rounding=("round", "round")),
+            "round() (or int()) is not what transformers does: math.floor for the ramp's start (32 turns), "
+            "math.ceil for its end (1 turn).",
+        ),
+        (
+            _yarn_variant(*case, rounding=("int", "int")),
+            "int() cuts towards 0, which is neither: math.floor for the ramp's start (32 turns), math.ceil for its "
+            "end (1 turn).",
+        ),
+        (
+            _yarn_variant(*case, rounding=("none", "none")),
+            "round the ramp's ends as transformers does: floor for the start (32 turns), ceil for the end "
+            "(1 turn), clamped to [0, head_dim - 1].",
+        ),
+        (
+            _yarn_variant(*case, clamp=False),
+            "clamp the ramp's ends to [0, head_dim - 1]: when the 32-turn pair index is below 0 the start is 0, so "
+            "pair 0 is kept whole.",
+        ),
+        (
+            _yarn_variant(*case, index="column"),
+            "the ramp runs over the pair index j = 0 .. head_dim / 2 - 1, not over the column 2j.",
+        ),
+        (
+            _yarn_variant(*case, two_pi=False),
+            "a turn is 2 pi radians: pair j turns original_len * w_j / (2 pi) times, so the pair index that turns "
+            "r times is head_dim * ln(original_len / (2 pi r)) / (2 ln base).",
+        ),
+        (
+            _yarn_variant(*case, clamp_ramp=False),
+            "clamp the ramp to [0, 1]: below the start it is 0 (kept), beyond the end 1 (divided by s), not more.",
+        ),
+    ]
 
 
 @_function_answer(
@@ -182,43 +278,34 @@ def check_yarn_frequencies(fn) -> Feedback:
             return _hint("your function returned None: return the (head_dim / 2,) tensor of frequencies.")
         if isinstance(got, torch.Tensor) and tuple(got.shape) == (head_dim,):
             return _hint(f"one frequency per pair of columns: shape ({head_dim // 2},) for head_dim = {head_dim}.")
+        if isinstance(got, torch.Tensor) and got.dim() == 1 and got.shape[0] != head_dim // 2:
+            return _hint(
+                f"expected shape ({head_dim // 2},) for head_dim = {head_dim}, got ({got.shape[0]},): compute the "
+                "size from the head_dim argument, not a fixed number."
+            )
         problem = _tensor_problem(got, (head_dim // 2,), f"a ({head_dim // 2},) tensor: one frequency per pair")
         if problem is not None:
             return problem
         got = got.detach().double()
-        if (problem := _not_finite(got, "your frequencies")) is not None:
-            return problem
+        if not bool(torch.isfinite(got).all()):
+            if not bool(torch.isfinite(_yarn_variant(head_dim, base, factor, original_len, nudge=False)).all()):
+                return _hint(
+                    f"for head_dim = {head_dim}, original_len = {original_len} both ends of the ramp are clamped to "
+                    "0, so (j - low) / (high - low) divides by 0: as transformers does, add 0.001 to the end when it "
+                    "equals the start."
+                )
+            return _not_finite(got, "your frequencies")
         if _close(got, want, 1e-6):
             continue
-        omega = rope_frequencies(head_dim, base)
-        named = [
-            (omega, "nothing changed: these are the original frequencies; divide the slow pairs by the factor."),
-            (omega / factor, "that is position interpolation (every pair divided by s); YaRN keeps the fast pairs."),
-            (
-                rope_frequencies(head_dim, base, ("ntk", factor)),
-                "that is NTK-aware scaling (a larger base); YaRN keeps or divides each pair by its number of turns.",
-            ),
-            (
-                _yarn_variant(head_dim, base, factor, original_len, reverse=True),
-                "the ramp is the wrong way round: the fast pairs (small j, many turns) are kept, the slow ones "
-                "divided by s; use (w / s) * ramp + w * (1 - ramp) with the ramp rising from 0 to 1.",
-            ),
-            (
-                _yarn_variant(head_dim, base, factor, original_len, beta=(1, 32)),
-                "beta_fast and beta_slow are swapped: the ramp starts at the pair that turns 32 times and ends at "
-                "the one that turns once.",
-            ),
-            (
-                _yarn_variant(head_dim, base, 1 / factor, original_len),
-                "the slow pairs must turn slower: divide them by the factor, do not multiply.",
-            ),
-            (
-                _yarn_variant(head_dim, base, factor, original_len, rounded=False),
-                "round the ramp's ends as transformers does: floor for the start (32 turns), ceil for the end "
-                "(1 turn), clamped to [0, head_dim - 1].",
-            ),
-        ]
-        for frequencies, hint in named:
+        if (problem := _rounded(got, want)) is not None:
+            return problem
+        for decimals in range(4, 9):
+            if _close(got, want.round(decimals=decimals), 1e-12):
+                return _hint(
+                    f"close: your frequencies look rounded to {decimals} decimals; return them in full (the slow "
+                    "pairs' frequencies are tiny numbers)."
+                )
+        for frequencies, hint in _yarn_named(head_dim, base, factor, original_len):
             if _close(got, frequencies, 1e-6):
                 return _hint(hint)
         if _close(got[:1], want[:1], 1e-6) and _close(got[-1:], want[-1:], 1e-6):
@@ -241,9 +328,14 @@ def check_yarn_kept(answer) -> Feedback:
         answer = answer.tolist()
     if isinstance(answer, (str, bytes)) or not hasattr(answer, "__iter__"):
         return _hint(f"expected a list of pair indices, got {type(answer).__name__}.")
+    answer = list(answer)
+    if answer and all(isinstance(j, bool) for j in answer):
+        return _hint("give the indices of the kept pairs (for example [0, 1, 2]), not True / False for each pair.")
     try:
+        if any(isinstance(j, (str, bytes)) or float(j) != int(j) for j in answer):
+            return _hint("expected a list of whole numbers: the indices of the pairs.")
         kept = sorted({int(j) for j in answer})
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return _hint("expected a list of whole numbers: the indices of the pairs.")
     ratio = rope_frequencies(64, scaling=("yarn", 4.0, 2048)) / rope_frequencies(64)
     right = [j for j, r in enumerate(ratio.tolist()) if r == 1.0]  # 0 .. 8
@@ -253,10 +345,16 @@ def check_yarn_kept(answer) -> Feedback:
             f"pairs {right[0]} to {right[-1]}: pair 8 turns about 33 times over 2048 positions, pair 9 about 24; "
             "the 32-turn index is about 8.06, floor 8, so the ramp is 0 up to pair 8."
         )
+    if not kept:
+        return _hint("YaRN keeps some pairs: the fast ones, which turn many times over 2048 positions.")
+    if kept == [j + 1 for j in right]:
+        return _hint("pairs are counted from 0, like every index of the course: the fastest pair is pair 0.")
     if any(j < 0 or j > 31 for j in kept):
         return _hint("a head of size 64 has 32 pairs: indices 0 to 31.")
     if kept == right[:-1]:
         return _hint("pair 8 too: the ramp starts at floor(8.06) = 8, where it is still 0.")
+    if kept == right[1:]:
+        return _hint("pair 0 too: the fastest pair turns the most times of all, and YaRN keeps it.")
     if kept and kept[0] >= slowed[0]:
         return _hint("those are pairs YaRN slows down; the kept ones are the fast pairs, those that turn many times.")
     if kept and kept[0] == 0 and kept[-1] > right[-1]:
