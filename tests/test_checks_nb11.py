@@ -213,7 +213,7 @@ def _yarn(head_dim, base, factor, original_len, rounded=True, reverse=False, bet
     return (omega / factor) * ramp + omega * (1 - ramp)
 
 
-def test_check_yarn_frequencies_right_answers():
+def test_check_yarn_frequencies_right_answer():
     assert_correct(check_yarn_frequencies(_yarn), "5 hidden cases")
     assert_correct(check_yarn_frequencies(lambda d, b, s, n: rope_frequencies(d, b, ("yarn", s, n)).float()))
 
@@ -237,7 +237,7 @@ def test_check_yarn_frequencies_right_answers():
         (lambda d, b, s, n: _yarn(d, b, s, n) * 1.1, ["turns"]),
     ],
 )
-def test_check_yarn_frequencies_names_each_fault(fn, words):
+def test_check_yarn_frequencies_hints(fn, words):
     assert_hint(check_yarn_frequencies(fn), *words)
 
 
@@ -268,7 +268,7 @@ def test_check_yarn_frequencies_runs_every_hidden_case():
 
 
 @pytest.mark.parametrize("answer", [list(range(9)), tuple(range(8, -1, -1)), torch.arange(9), range(9)])
-def test_check_yarn_kept_right_answers(answer):
+def test_check_yarn_kept_right_answer(answer):
     assert_correct(check_yarn_kept(answer), "floor 8")
 
 
