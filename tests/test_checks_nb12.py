@@ -68,6 +68,24 @@ def _bad_step(kind):
             return S_new, z_new, phi_q @ S_new / (phi_q @ z_new)
         if kind == "rounded":
             return S_new, z_new, out.round(decimals=2)
+        if kind == "read-S-not-ST":  # S_new @ phi_q: only the right shape when F = V
+            den = phi_q @ z_new
+            return S_new, z_new, S_new @ phi_q / den if den != 0 else torch.zeros_like(v)
+        if kind == "read-with-key":
+            return S_new, z_new, phi_k @ S_new / (phi_k @ z_new)
+        if kind == "zeros-hard-coded":  # torch.zeros(3) for the zero normaliser: V written in
+            den = phi_q @ z_new
+            return S_new, z_new, phi_q @ S_new / den if den != 0 else torch.zeros(3, dtype=v.dtype)
+        if kind == "convex-gate":
+            S_new, z_new = decay * S + (1 - decay) * torch.outer(phi_k, v), decay * z + (1 - decay) * phi_k
+            return S_new, z_new, phi_q @ S_new / (phi_q @ z_new)
+        if kind == "norm-decay-after-add":
+            return S_new, decay * (z + phi_k), out
+        if kind == "transposed-square":  # the transposed state: caught on the F = V case by its values
+            return S_new.T, z_new, out
+        if kind == "in-place-z":
+            z.mul_(decay).add_(phi_k)
+            return S_new, z, out
         if kind == "placeholders":
             return None, None, None
         if kind == "two":
@@ -98,9 +116,18 @@ def _bad_step(kind):
         pytest.param(_bad_step("old-normaliser"), ["updated normaliser"], id="old-norm"),
         pytest.param(_bad_step("nan-on-zero"), ["features are all zero", "return zeros"], id="nan"),
         pytest.param(_bad_step("rounded"), ["close", "rounded to 2 decimals"], id="rounded"),
+        pytest.param(_bad_step("read-S-not-ST"), ["read along F", "phi_q @ S_new"], id="read-S"),
+        pytest.param(
+            _bad_step("zeros-hard-coded"), ["o must have shape (7,)", "take every size from the inputs"], id="zeros-3"
+        ),
+        pytest.param(_bad_step("convex-gate"), ["full strength", "no (1 - decay)"], id="convex-gate"),
+        pytest.param(_bad_step("read-with-key"), ["read with the query's features phi_q"], id="read-key"),
+        pytest.param(_bad_step("norm-decay-after-add"), ["decay the old normaliser before adding"], id="norm-after"),
+        pytest.param(_bad_step("transposed-square"), ["(F, V)", "torch.outer(phi_k, v)"], id="transposed-square"),
+        pytest.param(_bad_step("in-place-z"), ["changed its input z in place"], id="in-place-z"),
         pytest.param(_bad_step("placeholders"), ["replace the None placeholders"], id="placeholders"),
         pytest.param(_bad_step("two"), ["return three tensors"], id="two"),
-        pytest.param(_bad_step("hard-coded"), ["raised RuntimeError", "hidden case: after 4 steps"], id="hard-coded"),
+        pytest.param(_bad_step("hard-coded"), ["raised RuntimeError", "after 3 steps, F = V = 6"], id="hard-coded"),
         pytest.param(_bad_step("in-place"), ["changed its input S in place"], id="in-place"),
         pytest.param(_bad_step("raise"), ["raised RuntimeError", "boom"], id="raise"),
     ],
@@ -147,6 +174,17 @@ def _bad_delta(kind):
             S_new = S + beta * torch.outer(k, v - q @ S)
         elif kind == "transposed":
             return (S + beta * torch.outer(k, v - k @ S)).T, out
+        elif kind == "recall-S-k":  # S k instead of S^T k: only the right shape when D = V
+            S_new = S + beta * torch.outer(k, v - S @ k)
+        elif kind == "write-at-query":
+            S_new = S + beta * torch.outer(q, v - k @ S)
+        elif kind == "read-S-not-ST":
+            return S_new, S_new @ q
+        elif kind == "beta-on-output":
+            return S_new, beta * (q @ S_new)
+        elif kind == "read-with-key":
+            return S_new, k @ S_new
+
         elif kind == "read-old":
             return S_new, q @ S
         elif kind == "read-wrong-side":
@@ -174,8 +212,13 @@ def _bad_delta(kind):
         pytest.param(_bad_delta("sign"), ["v - S^T k", "other sign"], id="sign"),
         pytest.param(_bad_delta("recall-with-query"), ["recall with the key being written"], id="query"),
         pytest.param(_bad_delta("transposed"), ["(D, V)", "torch.outer(k, error)"], id="transposed"),
+        pytest.param(_bad_delta("recall-S-k"), ["S^T k is k @ S", "S @ k reads it the other way"], id="recall-S-k"),
+        pytest.param(_bad_delta("write-at-query"), ["write at the key"], id="write-at-query"),
+        pytest.param(_bad_delta("read-S-not-ST"), ["S_new @ q reads it the other way"], id="read-S"),
+        pytest.param(_bad_delta("beta-on-output"), ["beta scales the write only"], id="beta-output"),
+        pytest.param(_bad_delta("read-with-key"), ["read with the query"], id="read-key"),
         pytest.param(_bad_delta("read-old"), ["read the output from the updated state", "S_{t-1}"], id="read-old"),
-        pytest.param(_bad_delta("read-wrong-side"), ["o must have shape"], id="read-shape"),
+        pytest.param(_bad_delta("read-wrong-side"), ["o is off", "q @ S_new"], id="read-shape"),
         pytest.param(_bad_delta("rounded"), ["close", "rounded to 3 decimals"], id="rounded"),
         pytest.param(_bad_delta("in-place"), ["changed its input S in place"], id="in-place"),
         pytest.param(_bad_delta("one"), ["return two tensors"], id="one"),

@@ -95,6 +95,14 @@ def test_plot_recall_curves_draws_one_line_per_memory_and_the_reference():
         (lambda: ac.plot_favor_weights(*_qk(), num_features=0), ValueError, r"num_features must be an integer >= 1"),
         (lambda: ac.plot_decay_weights(*_qk(), decay=2.0), ValueError, r"decay must be a finite number in \(0, 1\]"),
         (lambda: ac.favor_weight_error(*_qk(), draws=0), ValueError, r"draws must be an integer >= 1"),
+        # empty inputs: a clear error, not an IndexError deep in the drawing or a NaN error curve
+        (lambda: ac.plot_favor_weights(torch.ones(0, 4), torch.ones(3, 4)), ValueError, r"at least one row"),
+        (lambda: ac.plot_favor_weights(torch.ones(3, 4), torch.ones(0, 4)), ValueError, r"at least one row"),
+        (lambda: ac.plot_decay_weights(torch.ones(0, 4), torch.ones(0, 4)), ValueError, r"at least one row"),
+        (lambda: ac.favor_weight_error(torch.ones(0, 4), torch.ones(3, 4)), ValueError, r"at least one row"),
+        (lambda: ac.plot_recall_curves([8, 16], {"a": [0.5, 0.6]}, "e", [1.0]), ValueError, r"reference must have"),
+        (lambda: ac.plot_recall_curves("ab", {"a": [0.5, 0.6]}, "e"), TypeError, r"pairs must be a non-empty list"),
+        (lambda: ac.plot_recall_curves([8, 16], {"a": "xy"}, "e"), TypeError, r"curves\['a'\] must be a list"),
     ],
 )
 def test_plot_errors_name_the_argument(call, error, match):

@@ -91,13 +91,14 @@ def _step_cases() -> list[tuple[str, dict]]:
         }
 
     return [
+        ("after 3 steps, F = V = 6, decay 0.9", case(6, 6, 0.9, 3)),  # square: S vs S^T gives the right shape
         ("the first step, F = 5, V = 3, decay 1", case(5, 3, 1.0, 0)),
         ("after 4 steps, F = 7, V = 2, decay 1", case(7, 2, 1.0, 4)),
         ("after 6 steps, F = 6, V = 9, decay 0.8", case(6, 9, 0.8, 6)),
         ("after 3 steps, F = 3, V = 4, decay 0.5", case(3, 4, 0.5, 3)),
         (
-            "a query whose features are all zero (relu of a negative query), F = 5, V = 3",
-            case(5, 3, 1.0, 2, zero_query=True),
+            "a query whose features are all zero (relu of a negative query), F = 5, V = 7",
+            case(5, 7, 1.0, 2, zero_query=True),  # V seen nowhere else: zeros of a written-in size fail here
         ),
     ]
 
@@ -113,6 +114,16 @@ def _step_mistakes(S, z, phi_q, phi_k, v, decay):
             "decay the old state before adding the new key: decay * S + outer(phi_k, v), not decay * (S + outer(...)); "
             "the newest key enters at full strength.",
         ),
+        (
+            decay * S + (1 - decay) * kv,
+            "the new key enters at full strength: S_new = decay * S + outer(phi_k, v), with no (1 - decay) on it "
+            "(the normaliser z divides the scale out).",
+        ),
+        (
+            right_state.T if S.shape[0] == S.shape[1] else S[:0],
+            "S_new is (F, V), features along the rows: the state is sum phi(k) v^T, torch.outer(phi_k, v), not "
+            "torch.outer(v, phi_k) (nor a transposed S).",
+        ),
     ]
     norms = [
         (
@@ -122,6 +133,11 @@ def _step_mistakes(S, z, phi_q, phi_k, v, decay):
         ),
         (decay * z + phi_q, "z sums the keys' features: add phi_k, not phi_q."),
         (decay * z, "add the new key's features to z: z_new = decay * z + phi_k."),
+        (
+            decay * (z + phi_k),
+            "decay the old normaliser before adding the new key's features: decay * z + phi_k, not "
+            "decay * (z + phi_k); the newest key enters at full strength.",
+        ),
     ]
     den = phi_q @ right_norm
     safe = den if den != 0 else torch.tensor(1.0, dtype=den.dtype)
@@ -144,6 +160,14 @@ def _step_mistakes(S, z, phi_q, phi_k, v, decay):
         (
             phi_q @ right_state / (phi_q @ z if phi_q @ z != 0 else safe),
             "divide by the updated normaliser z_new . phi_q, not the old z's.",
+        ),
+        (
+            right_state @ phi_q / safe if right_state.shape[0] == right_state.shape[1] else right_state[:0, 0],
+            "read along F: o = S_new^T phi_q = phi_q @ S_new (or S_new.T @ phi_q); S_new @ phi_q reads along V.",
+        ),
+        (
+            _read(right_state, right_norm, phi_k),
+            "read with the query's features phi_q; phi_k is what is written, phi_q is what asks.",
         ),
     ]
     return states, norms, outputs
@@ -240,16 +264,22 @@ def _delta_cases() -> list[tuple[str, dict]]:
         return {"S": state, "q": unit(size), "k": k, "v": _float64(v, gen=gen), "beta": beta}
 
     return [
+        ("after 3 writes, D = V = 5, beta 0.7", case(5, 5, 0.7, 3)),  # square: S vs S^T gives the right shape
         ("after 3 writes, D = 6, V = 4, beta 0.5", case(6, 4, 0.5, 3)),
         ("the first write, D = 5, V = 3, beta 1", case(5, 3, 1.0, 0)),
         ("a key written before, written again, D = 7, V = 2, beta 1", case(7, 2, 1.0, 4, repeat=True)),
-        ("after 5 writes, D = 4, V = 9, beta 0.3", case(4, 9, 0.3, 5)),
+        ("after 5 writes, D = 3, V = 8, beta 0.3", case(3, 8, 0.3, 5)),
     ]
 
 
 def _delta_mistakes(S, q, k, v, beta):
     new_state = S + beta * torch.outer(k, v - k @ S)
     states = [
+        (
+            new_state.T if S.shape[0] == S.shape[1] else S[:0],
+            "S_new is (D, V), keys along the rows: write torch.outer(k, error), not torch.outer(error, k) (nor a "
+            "transposed S).",
+        ),
         (
             S + beta * torch.outer(k, v),
             "subtract what the memory already returns for the key: write beta * outer(k, v - S^T k); adding "
@@ -274,11 +304,31 @@ def _delta_mistakes(S, q, k, v, beta):
             S + beta * torch.outer(k, v - q @ S),
             "recall with the key being written, S^T k (what S holds for k now), not with the query.",
         ),
+        (
+            S + beta * torch.outer(k, v - S @ k) if S.shape[0] == S.shape[1] else S[:0],
+            "S^T k is k @ S (or S.T @ k): the memory is (D, V), keys along the rows; S @ k reads it the other way.",
+        ),
+        (
+            S + beta * torch.outer(q, v - k @ S),
+            "write at the key: beta * outer(k, v - S^T k); the query only reads, after the write.",
+        ),
     ]
     outputs = [
         (
             q @ S,
             "read the output from the updated state: o_t = S_t^T q_t, after the write (S_{t-1} is only for the error).",
+        ),
+        (
+            new_state @ q if S.shape[0] == S.shape[1] else S[:0, 0],
+            "o = S_new^T q = q @ S_new (or S_new.T @ q): the memory is (D, V); S_new @ q reads it the other way.",
+        ),
+        (
+            beta * (q @ new_state),
+            "beta scales the write only; read the memory as it is: o = S_new^T q.",
+        ),
+        (
+            k @ new_state,
+            "read with the query: o = S_new^T q; the key is what was written.",
         ),
     ]
     return states, outputs, new_state
@@ -301,7 +351,7 @@ def check_delta_step(step) -> Feedback:
         if not _tensors(result, 2):
             return _hint("return two tensors: (S_new, o), of shapes (D, V) and (V,).")
         new_state, out = (t.detach() for t in result)
-        if tuple(new_state.shape) == tuple(want_state.shape)[::-1]:
+        if tuple(new_state.shape) == tuple(want_state.shape)[::-1] and want_state.shape[0] != want_state.shape[1]:
             return _hint(
                 f"S_new must have shape {tuple(want_state.shape)} (D, V), got {tuple(new_state.shape)}: write "
                 "torch.outer(k, error), keys along the rows, not torch.outer(error, k)."

@@ -33,6 +33,11 @@ def _qk(queries, keys) -> tuple[torch.Tensor, torch.Tensor]:
             f"queries and keys must share a size D >= 1, got queries {tuple(queries.shape)} and keys "
             f"{tuple(keys.shape)}"
         )
+    if queries.shape[0] == 0 or keys.shape[0] == 0:
+        raise ValueError(
+            f"queries and keys must each hold at least one row to draw weights, got queries {tuple(queries.shape)} "
+            f"and keys {tuple(keys.shape)}"
+        )
     return queries.double().unsqueeze(0), keys.double().unsqueeze(0)  # (1, Q, D), (1, K, D)
 
 
@@ -217,13 +222,18 @@ def plot_recall_curves(
         reference: an optional dashed curve (a prediction), one value per entry of ``pairs``, named ``reference_label``.
         ax: axes to draw on, or None.
     """
+    if isinstance(pairs, str | bytes) or not isinstance(pairs, Sequence) or not pairs:
+        raise TypeError(f"pairs must be a non-empty list of numbers of pairs, got {pairs!r} ({type(pairs).__name__})")
     if not isinstance(curves, Mapping) or not curves:
-        raise TypeError(f"curves must map each memory's name to its values, got {type(curves).__name__}")
-    for name, values in curves.items():
+        raise TypeError(f"curves must map each memory's name to its values, got {curves!r} ({type(curves).__name__})")
+    named = [(f"curves[{name!r}]", values) for name, values in curves.items()]
+    if reference is not None:
+        named.append(("reference", reference))
+    for what, values in named:
+        if isinstance(values, str | bytes) or not hasattr(values, "__len__"):
+            raise TypeError(f"{what} must be a list of numbers, got {type(values).__name__}")
         if len(values) != len(pairs):
-            raise ValueError(
-                f"curves[{name!r}] must have one value per entry of pairs ({len(pairs)}), got {len(values)}"
-            )
+            raise ValueError(f"{what} must have one value per entry of pairs ({len(pairs)}), got {len(values)}")
     if ax is None:
         _, ax = plt.subplots(figsize=figsize, dpi=90, layout="constrained")
     for (name, values), marker in zip(curves.items(), "osD^vx*", strict=False):
