@@ -41,6 +41,11 @@ class WatchedPage:
     failed_requests: list = field(default_factory=list)
     blocked_requests: list = field(default_factory=list)
 
+    def forget(self) -> None:
+        """Start a new record on the same page (a page that serves several tests in turn)."""
+        for seen in (self.console_errors, self.page_errors, self.failed_requests, self.blocked_requests):
+            seen.clear()
+
     def problems(self) -> list[str]:
         """Everything that went wrong so far, one line each (empty when the page was clean)."""
         return (
@@ -67,8 +72,8 @@ def browser():
         browser.close()
 
 
-@pytest.fixture
-def watched_page(browser):
+def open_watched_page(browser) -> tuple[object, "WatchedPage"]:
+    """A new browser context and page, watched as the module docstring says; the caller closes the context."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     watched = WatchedPage(page)
@@ -87,5 +92,17 @@ def watched_page(browser):
         "requestfailed",
         lambda req: is_local(req.url) and watched.failed_requests.append(f"{req.url} ({req.failure})"),
     )
+    return context, watched
+
+
+@pytest.fixture
+def watched_page(browser):
+    context, watched = open_watched_page(browser)
     yield watched
     context.close()
+
+
+@pytest.fixture(scope="session")
+def new_watched_page():
+    """``new_watched_page(browser)`` -> (context, WatchedPage), for a fixture that keeps one page for several tests."""
+    return open_watched_page

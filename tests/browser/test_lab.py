@@ -1,17 +1,17 @@
 """Every notebook in a real JupyterLab, driven by Debian's chromium: it runs without an error, and every slider works.
 
 nbval runs the notebooks without a front end, so it cannot see whether a slider redraws its figure. Here a
-JupyterLab from this environment serves a temporary copy of ``notebooks/`` on 127.0.0.1, with test-only
-settings in temporary folders (the user's Jupyter config, settings and workspaces are not read or written;
-``make lab`` keeps its own secure defaults). For each notebook the test opens it, runs its cells in the
-``attn-course`` kernel from the first to the last one that makes a slider panel (nbval and the site build run every
-cell; what JupyterLab adds is the widgets), and asserts that none shows an error. Notebooks that train a model run
-here with fewer epochs or steps (``QUICK``, injected by papermill as a student's own values would be): the same
-cells, code paths and widgets in a fraction of the time; nbval and the site build run them as published. Then, in
-every slider panel, it
-moves each control once (a key press on a slider, another option in a dropdown, a click on a checkbox...) and asserts
-that the panel's figure is redrawn with different image data and that no error appears. A screenshot of each
-notebook goes to ``build/screenshots/lab/``, the server's log to ``build/lab-server.log``.
+JupyterLab from this environment serves a temporary copy of ``notebooks/`` on 127.0.0.1, with test-only settings in
+temporary folders (the user's Jupyter config, settings and workspaces are not read or written; ``make lab`` keeps
+its own secure defaults), in one browser tab that each notebook opens in and closes in turn. For each notebook the
+test opens it, runs its cells in the ``attn-course`` kernel from the first to the last one that makes a slider panel
+(nbval and the site build run every cell; what JupyterLab adds is the widgets), and asserts that none shows an
+error. Notebooks that train a model run here with fewer epochs or steps (``QUICK``, injected by papermill as a
+student's own values would be): the same cells, code paths and widgets in a fraction of the time; nbval and the site
+build run them as published. Then, in every slider panel, it moves each control once (a key press on a slider,
+another option in a dropdown, a click on a checkbox...) and asserts that the panel's figure is redrawn with
+different image data and that no error appears. A screenshot of each notebook goes to ``build/screenshots/lab/``,
+the server's log to ``build/lab-server.log``.
 
 Run it alone with ``.venv/bin/pytest -p no:xdist tests/browser/test_lab.py``.
 """
@@ -413,6 +413,78 @@ def lab():
                 _stop(process, lab)
 
 
+class LabTab:
+    """One browser tab with JupyterLab open, shared by the notebooks in turn.
+
+    JupyterLab's start in a browser (its scripts, settings and extensions) takes seconds; it is paid once, and each
+    notebook opens in the running application and is closed, its kernel shut down, when its test ends. A test that
+    fails closes the tab, so the next notebook starts in a fresh one."""
+
+    def __init__(self, lab: Lab, browser, new_watched_page):
+        self.lab, self.browser, self.new_watched_page = lab, browser, new_watched_page
+        self.context, self.watched = None, None
+
+    def open(self, name: str):
+        """The watched page with notebook ``name`` opening in it (a fresh record of browser problems)."""
+        if self.watched is None:
+            self.context, self.watched = self.new_watched_page(self.browser)
+            # A workspace of its own (new, empty), so that nothing is restored and started alongside.
+            self.watched.page.goto(
+                f"{self.lab.url}/lab/workspaces/test-{os.getpid()}/tree/{quote(name)}?token={self.lab.token}"
+            )
+        else:
+            self.watched.forget()
+            self.watched.page.evaluate(
+                "name => window.jupyterapp.commands.execute('docmanager:open', {path: name, factory: 'Notebook'})",
+                name,
+            )
+        return self.watched
+
+    def close_notebook(self, name: str, failed: bool) -> None:
+        """Close the notebook without saving (the copy is a temporary one) and shut its kernel down; after a failure,
+        close the tab too."""
+        if self.watched is not None and not failed:
+            try:
+                self.watched.page.evaluate(CLOSE_NOTEBOOK_JS)
+            except Exception as error:  # a tab that cannot close its notebook is not reused
+                print(f"{name}: could not close the notebook in JupyterLab, opening a new tab: {error}")
+                failed = True
+        if failed:
+            self.close()
+        try:
+            self.lab.shutdown_kernels_of(name)
+        except (OSError, urllib.error.URLError) as error:
+            print(f"{name}: could not shut its kernel down: {error}")
+
+    def close(self) -> None:
+        if self.context is not None:
+            self.context.close()
+        self.context, self.watched = None, None
+
+
+# Every open document closed with its changes dropped (no "save your work?" dialog), and its kernel shut down.
+CLOSE_NOTEBOOK_JS = """
+async () => {
+  const app = window.jupyterapp;
+  for (const widget of [...app.shell.widgets('main')]) {
+    if (widget.context) {
+      widget.context.model.dirty = false;
+      if (widget.sessionContext) await widget.sessionContext.shutdown();
+    }
+    widget.dispose();
+  }
+  return true;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def lab_tab(lab, browser, new_watched_page):
+    tab = LabTab(lab, browser, new_watched_page)
+    yield tab
+    tab.close()
+
+
 def _served_url(runtime: Path, pid: int) -> str:
     """The server's URL from the file it writes once it listens (``jpserver-<pid>.json``), or "" before that."""
     info = runtime / f"jpserver-{pid}.json"
@@ -622,19 +694,18 @@ def _exercise_panel(page, watched, notebook: Path, panel: dict) -> int:
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[path.name for path in NOTEBOOKS])
-def test_notebook_runs_and_its_sliders_redraw_in_jupyterlab(lab, watched_page, notebook):
+def test_notebook_runs_and_its_sliders_redraw_in_jupyterlab(lab, lab_tab, notebook):
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     name = notebook.name
-    page = watched_page.page
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     shot = SCREENSHOTS / f"{notebook.stem}.png"
     for old in SCREENSHOTS.glob(f"{notebook.stem}*.png"):
         old.unlink()
-    # A workspace of its own (new, empty) so that no other notebook is restored and started alongside.
-    workspace = quote(f"test-{notebook.stem}")
     opening = time.monotonic()
-    page.goto(f"{lab.url}/lab/workspaces/{workspace}/tree/{quote(name)}?token={lab.token}")
+    watched_page = lab_tab.open(name)
+    page = watched_page.page
+    failed = True
     try:
         try:
             page.wait_for_function(
@@ -703,6 +774,7 @@ def test_notebook_runs_and_its_sliders_redraw_in_jupyterlab(lab, watched_page, n
         problems = _cell_problems(page.evaluate("() => window.__attnTest.cells()"), last)
         _fail_if(problems, f"{name}: after moving the controls:")
         _fail_if(watched_page.problems(), f"{name}: the browser reported:")
+        failed = False
     finally:
         try:
             last = page.locator("[data-attn-panel]").last
@@ -711,11 +783,7 @@ def test_notebook_runs_and_its_sliders_redraw_in_jupyterlab(lab, watched_page, n
             page.screenshot(path=shot)
         except Exception as error:  # a screenshot must not hide the test's own failure
             print(f"{name}: no screenshot: {error}")
-        page.close()
-        try:
-            lab.shutdown_kernels_of(name)
-        except (OSError, urllib.error.URLError) as error:
-            print(f"{name}: could not shut its kernel down: {error}")
+        lab_tab.close_notebook(name, failed)
 
 
 def test_quick_parameters_are_the_notebooks_own_and_shorten_them():
