@@ -35,7 +35,7 @@ def _step_batched_style(S, z, phi_q, phi_k, v, decay):
 
 
 @pytest.mark.parametrize("fn", [_step, _step_float32, _step_batched_style])
-def test_check_recurrent_step_right_answers(fn):
+def test_check_recurrent_step_right_answer(fn):
     assert_correct(checks.check_recurrent_step(fn), "with and without decay")
 
 
@@ -153,7 +153,7 @@ def _delta_transposed_maths(S, q, k, v, beta):
 
 
 @pytest.mark.parametrize("fn", [_delta, _delta_transposed_maths])
-def test_check_delta_step_right_answers(fn):
+def test_check_delta_step_right_answer(fn):
     assert_correct(checks.check_delta_step(fn), "a key written twice")
 
 
