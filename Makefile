@@ -31,13 +31,13 @@ export ATEN_CPU_CAPABILITY := avx2
 
 setup: $(STAMP) $(KERNEL_STAMP)
 
-# Re-runs only when the requirements or the package metadata change. --no-compile: pip would byte-compile every
-# module of every package (thousands in torch alone); Python writes the bytecode of the modules it imports when it first
-# imports them, a fraction of the whole.
+# Re-runs only when the requirements or the package metadata change. pip byte-compiles every module it installs: keep
+# it so (no --no-compile), since with PYTHONDONTWRITEBYTECODE set, as on CI machines, Python would otherwise compile
+# torch's modules again in every process that imports them.
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet --no-compile -r requirements.txt
+	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	$(BIN)/python -m pip check
 	touch $@
@@ -75,7 +75,7 @@ $(OLDEST_STAMP): requirements.txt pyproject.toml tools/oldest_requirements.py
 	test -x $(OLDEST)/bin/python || $(PYTHON) -m venv $(OLDEST)
 	$(PYTHON) tools/oldest_requirements.py > $(OLDEST)/requirements.txt
 	$(OLDEST)/bin/python -m pip install --quiet --upgrade pip
-	$(OLDEST)/bin/python -m pip install --quiet --no-compile -r $(OLDEST)/requirements.txt
+	$(OLDEST)/bin/python -m pip install --quiet -r $(OLDEST)/requirements.txt
 	$(OLDEST)/bin/python -m pip install --quiet --no-deps -e .
 	$(OLDEST)/bin/python -m pip check
 	touch $@
