@@ -27,6 +27,11 @@ OLDEST_STAMP := $(OLDEST)/.setup-done
 export MKL_CBWR := AVX2
 export ATEN_CPU_CAPABILITY := avx2
 
+# Python may keep the bytecode it compiles (in __pycache__ folders, ignored by git). Where PYTHONDONTWRITEBYTECODE is
+# set, as on some CI machines, every process that imports attn_course, and every pytest worker that rewrites the
+# tests' asserts, would compile them again.
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: setup setup-oldest test unit nbval lint lab html test-browser test-oldest bench execute student clean
 
 setup: $(STAMP) $(KERNEL_STAMP)
@@ -100,11 +105,12 @@ execute: setup
 html: setup
 	$(BIN)/python tools/build_site.py $(if $(PARAMS),--params '$(PARAMS)')
 
-# Needs /usr/bin/chromium (Debian's chromium package; .ci/run installs it). Two pytest-xdist workers, each with whole
-# files (--dist loadfile): JupyterLab's test in one while the site's pages are checked in the other.
+# Needs /usr/bin/chromium (Debian's chromium package; .ci/run installs it). Two pytest-xdist workers that start with
+# half each, and a worker that runs out takes tests from the other (--dist worksteal), so both stay busy to the end;
+# each starts its own JupyterLab for the notebooks it gets.
 BROWSER_WORKERS ?= 2
 test-browser: html
-	$(BIN)/pytest -n $(BROWSER_WORKERS) --dist loadfile tests/browser
+	$(BIN)/pytest -n $(BROWSER_WORKERS) --dist worksteal tests/browser
 
 bench: setup
 	$(BIN)/python benchmarks/bench.py

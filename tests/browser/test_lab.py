@@ -38,7 +38,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted(ROOT.glob("notebooks/[0-9][0-9]_*.ipynb"))
 BUILD = ROOT / "build"
-SERVER_LOG = BUILD / "lab-server.log"
+# One server per pytest-xdist worker that runs these tests (make test-browser spreads them over two), one log each.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")  # gw0, gw1, ... or "" without pytest-xdist
+SERVER_LOG = BUILD / f"lab-server{'-' + WORKER if WORKER else ''}.log"
 SCREENSHOTS = BUILD / "screenshots" / "lab"
 KERNEL = "attn-course"
 

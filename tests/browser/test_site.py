@@ -218,15 +218,23 @@ def source_has_math(name: str) -> bool:
     return bool(re.search(r"\$[^$\s]|\\\(|\\\[", (SITE / name).read_text(encoding="utf-8")))
 
 
-def accessibility_problems(page) -> list[str]:
-    """What axe-core (pinned in site/package.json) finds serious or critical on a settled page, one line each."""
+# What a colour theme changes: contrast, and links told from the text around them by colour alone. The other rules
+# (names, labels, structure, alt text) see the same page in light and dark mode, and run once, in light mode.
+COLOUR_RULES = ["color-contrast", "link-in-text-block"]
+
+
+def accessibility_problems(page, rules: list[str] | None = None) -> list[str]:
+    """What axe-core (pinned in site/package.json) finds serious or critical on a settled page, one line each: every
+    rule of its default set, or only ``rules``."""
     if not AXE.is_file():
         pytest.fail(f"{AXE} not found: `make html` installs it (npm ci in site/)", pytrace=False)
     page.add_script_tag(path=str(AXE))
     # From disk, axe's preload of the style sheets (XHR, for its CSS-orientation rule) is refused by the browser's
     # file:// origin rules and logged as console errors; its other rules, contrast included, read computed styles.
-    preload = "false" if page.url.startswith("file:") else "true"
-    result = page.evaluate(f"() => axe.run(document, {{resultTypes: ['violations'], preload: {preload}}})")
+    options = {"resultTypes": ["violations"], "preload": not page.url.startswith("file:")}
+    if rules is not None:
+        options["runOnly"] = {"type": "rule", "values": rules}
+    result = page.evaluate("options => axe.run(document, options)", options)
     return [
         f"accessibility, {v['impact']}: {v['id']} ({v['help']}) on {len(v['nodes'])} element(s), "
         f"e.g. {v['nodes'][0]['target']}"
@@ -236,20 +244,21 @@ def accessibility_problems(page) -> list[str]:
 
 
 def check_in_browser(
-    watched, url: str, name: str, screenshot: Path | None = None, audit: bool = False, then=None
+    watched, url: str, name: str, screenshot: Path | None = None, audit: bool | list[str] = False, then=None
 ) -> None:
-    """Open the page and fail with everything a student would find broken; ``audit`` adds axe-core's audit, and
-    ``then(page)`` more checks on the same page once it is settled (those that click or move something, last)."""
+    """Open the page and fail with everything a student would find broken; ``audit`` adds axe-core's audit (True:
+    every rule; a list: those rules), and ``then(page)`` more checks on the same page once it is settled (those that
+    click or move something, last)."""
     bad_responses = watch_responses(watched)
     watched.page.goto(url)
     failures = settle(watched.page)
     failures += page_failures(watched.page)
     if source_has_math(name) and watched.page.evaluate(MATH_JS)["typeset"] == 0:
         failures.append("the page has formulas but MathJax typeset none")
-    if screenshot is not None:
-        watched.page.screenshot(path=str(screenshot), full_page=True)
+    if screenshot is not None:  # the whole page, as JPEG: a PNG of a page this long takes seconds to encode
+        watched.page.screenshot(path=str(screenshot), full_page=True, type="jpeg", quality=80)
     if audit:
-        failures += accessibility_problems(watched.page)
+        failures += accessibility_problems(watched.page, None if audit is True else audit)
     if then is not None:
         failures += then(watched.page)
     failures += watched.problems() + bad_responses
@@ -262,16 +271,17 @@ def test_page_from_a_static_host(name, site_url, watched_page, screenshots):
     """Served over HTTP from 127.0.0.1, the page is complete, asks no other host for anything, axe-core finds no
     serious or critical accessibility problem in it (light mode; dark mode is audited from disk, below), and every
     control of its slider panels shows the frame drawn for its new value (``slider_failures``)."""
-    shot = screenshots / name.replace(".html", ".png")
+    shot = screenshots / name.replace(".html", ".jpg")
     check_in_browser(watched_page, urljoin(site_url, name), name, shot, audit=True, then=slider_failures(name))
 
 
 @pytest.mark.parametrize("name", PAGES)
 def test_page_opened_from_disk_in_dark_mode(name, site, watched_page, screenshots):
-    """Opened as a file (the site handed out as a folder) by a reader whose system is set to dark, the page is just as
-    complete; it is dark, every figure keeps its light card (``dark_failures``) and axe-core finds no serious or
-    critical problem in dark mode; each worked solution, closed on arrival, opens when its summary is clicked
-    (``solution_failures``). One visit for the three: each page load costs seconds of MathJax and widgets."""
+    """Opened as a file (the site handed out as a folder) by a reader whose system is set to dark, the page is just
+    as complete; it is dark, every figure keeps its light card (``dark_failures``) and axe-core's colour rules find
+    no serious or critical problem in dark mode (its other rules ran on the light page); each worked solution,
+    closed on arrival, opens when its summary is clicked (``solution_failures``). One visit for the three: each page
+    load costs seconds of MathJax and widgets."""
     watched_page.page.emulate_media(color_scheme="dark")
     solutions = solution_failures(name)
 
@@ -280,7 +290,7 @@ def test_page_opened_from_disk_in_dark_mode(name, site, watched_page, screenshot
         page.screenshot(path=str(screenshots / name.replace(".html", "-dark.png")), full_page=False)
         return failures + solutions(page)
 
-    check_in_browser(watched_page, (site / name).as_uri(), name, audit=True, then=then)
+    check_in_browser(watched_page, (site / name).as_uri(), name, audit=COLOUR_RULES, then=then)
 
 
 # --------------------------------------------------------------------------------------------- the files
