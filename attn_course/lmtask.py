@@ -176,27 +176,13 @@ def train_lm(
         raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
     if foreach is not None and not isinstance(foreach, bool):
         raise TypeError(f"foreach must be a bool or None, got {type(foreach).__name__}")
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, foreach=foreach)
-    warmup = min(warmup, steps - 1)
-
-    def factor(step: int) -> float:  # of lr: up to 1 over the warmup, then down to 0 along a half cosine
-        if step < warmup:
-            return (step + 1) / (warmup + 1)
-        return 0.5 * (1 + math.cos(math.pi * (step - warmup) / (steps - warmup)))
-
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+    optimizer, schedule = _optimizer(model, lr, warmup, steps, foreach)
     history, started = LMHistory(), time.perf_counter()
     model.train()
     for _ in range(steps):
         n = low if low == high else int(torch.randint(low, high + 1, (1,), generator=generator))
         tokens = repeat_task(batch_size, n, model.vocab_size, generator=generator)  # (B, 2 n + 1)
-        logits = model(tokens)  # (B, T, C)
-        loss = nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), tokens[:, 1:].reshape(-1))
-        optimizer.zero_grad()
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
+        logits, loss = _step(model, optimizer, schedule, tokens)  # (B, T, C), the mean next-token loss
         first, second = _half_losses(logits.detach(), tokens)
         history.first_half.append(float(first))
         history.second_half.append(float(second))
@@ -351,25 +337,11 @@ def fit_lm(
     if foreach is not None and not isinstance(foreach, bool):
         raise TypeError(f"foreach must be True, False or None, got {foreach!r} ({type(foreach).__name__})")
     steps = batches.shape[0]
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, foreach=foreach)
-    warmup = min(warmup, steps - 1)
-
-    def factor(step: int) -> float:  # of lr: up to 1 over the warmup, then down to 0 along a half cosine
-        if step < warmup:
-            return (step + 1) / (warmup + 1)
-        return 0.5 * (1 + math.cos(math.pi * (step - warmup) / (steps - warmup)))
-
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+    optimizer, schedule = _optimizer(model, lr, warmup, steps, foreach)
     losses = []
     model.train()
     for tokens in batches:  # (B, T)
-        logits = model(tokens)  # (B, T, C)
-        loss = nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), tokens[:, 1:].reshape(-1))
-        optimizer.zero_grad()
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        schedule.step()
+        _, loss = _step(model, optimizer, schedule, tokens)  # the mean next-token loss
         losses.append(loss.item())
     model.eval()
     return losses
@@ -388,3 +360,29 @@ def position_losses(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
     logits = model(tokens)  # (B, T, C)
     loss = nn.functional.cross_entropy(logits[:, :-1].transpose(1, 2), tokens[:, 1:], reduction="none")  # (B, T - 1)
     return loss.mean(dim=0)
+
+
+def _optimizer(model: nn.Module, lr: float, warmup: int, steps: int, foreach: bool | None):
+    """AdamW (weight decay 0.01) and its schedule: the rate up to ``lr`` over ``warmup`` steps, then down to 0 along
+    a half cosine, over ``steps`` steps in all."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, foreach=foreach)
+    warmup = min(warmup, steps - 1)
+
+    def factor(step: int) -> float:  # of lr: up to 1 over the warmup, then down to 0 along a half cosine
+        if step < warmup:
+            return (step + 1) / (warmup + 1)
+        return 0.5 * (1 + math.cos(math.pi * (step - warmup) / (steps - warmup)))
+
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+def _step(model: nn.Module, optimizer, schedule, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """One training step on the next-token loss of every position of ``tokens`` (B, T), gradients clipped to norm 1."""
+    logits = model(tokens)  # (B, T, C)
+    loss = nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), tokens[:, 1:].reshape(-1))
+    optimizer.zero_grad()
+    loss.backward()
+    nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    schedule.step()
+    return logits, loss
