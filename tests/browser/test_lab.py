@@ -3,20 +3,22 @@
 nbval runs the notebooks without a front end, so it cannot see whether a slider redraws its figure. Here a
 JupyterLab from this environment serves a temporary copy of ``notebooks/`` on 127.0.0.1, with test-only settings in
 temporary folders (the user's Jupyter config, settings and workspaces are not read or written; ``make lab`` keeps
-its own secure defaults), in one browser tab that each notebook opens in and closes in turn. For each notebook the
-test opens it, runs its cells in the ``attn-course`` kernel from the first to the last one that makes a slider panel
-(nbval and the site build run every cell; what JupyterLab adds is the widgets), and asserts that none shows an
+its own secure defaults), in one browser tab that each notebook opens in and closes in turn. nbval and the site build
+run every cell of every notebook; what JupyterLab adds is the widgets. So each notebook is served with the code cells
+its slider panels need (``panel_cells``: the cells that make a panel, and those that bind or change what they read,
+found by reading the code), and the test runs them all in the ``attn-course`` kernel and asserts that none shows an
 error. Notebooks that train a model run here with fewer epochs or steps (``QUICK``, injected by papermill as a
-student's own values would be): the same cells, code paths and widgets in a fraction of the time; nbval and the site
-build run them as published. Then, in every slider panel, it moves each control once (a key press on a slider,
-another option in a dropdown, a click on a checkbox...) and asserts that the panel's figure is redrawn with
-different image data and that no error appears. A screenshot of each notebook goes to ``build/screenshots/lab/``,
-the server's log to ``build/lab-server.log``.
+student's own values would be): the same code paths and widgets in a fraction of the time. Then, in every slider
+panel, it moves each control once (a key press on a slider, another option in a dropdown, a click on a checkbox...)
+and asserts that the panel's figure is redrawn with different image data and that no error appears. A screenshot of
+each notebook goes to ``build/screenshots/lab/``, the server's log to ``build/lab-server-<worker>.log``.
 
 Run it alone with ``.venv/bin/pytest -p no:xdist tests/browser/test_lab.py``.
 """
 
+import ast
 import base64
+import builtins
 import json
 import os
 import re
@@ -342,6 +344,9 @@ def lab():
                 )
             else:
                 shutil.copy2(notebook, root / notebook.name)
+            served = json.loads((root / notebook.name).read_text(encoding="utf-8"))
+            served["cells"] = [served["cells"][i] for i in panel_cells(served["cells"])]
+            (root / notebook.name).write_text(json.dumps(served, indent=1), encoding="utf-8")
         dirs = {name: tmp / name for name in ("config", "data", "runtime", "settings", "workspaces")}
         for path in dirs.values():
             path.mkdir()
@@ -523,6 +528,129 @@ def last_panel_cell(notebook: Path) -> int:
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
     calls = [i + 1 for i, c in enumerate(cells) if c["cell_type"] == "code" and PANEL_CALL.search("".join(c["source"]))]
     return calls[-1] if calls else len(cells)
+
+
+def _cell_names(source: str) -> dict[str, set[str]] | None:
+    """What a code cell does to global names; None if the cell is not plain Python (a cell magic, or code that does not
+    parse). IPython's ``%`` and ``!`` lines are left out.
+
+    - ``sure``: bound by a statement at the cell's top level (assigned, imported, a function or class defined);
+    - ``nested``: bound inside a loop, branch or ``with``, which may not run;
+    - ``changed``: changed in part (``x.a = ...``, ``x[i] = ...``, ``x += ...``), or an object whose method is
+      called as a statement (``rows.append(...)``, ``model.eval()``), which may change it in place;
+    - ``read``: loaded before the cell binds it, function bodies included (they run when called), not counting a
+      function's, lambda's or comprehension's own names;
+    - ``imported``: names of modules and objects the cell imports.
+    """
+    if source.lstrip().startswith("%%"):  # a cell magic: the cell is the magic's input, not Python
+        return None
+    code = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return None
+    sure, nested, changed, imported = set(), set(), set(), set()
+    reads, bound_at = [], {}  # (name, where) of each load; name -> where the cell first binds it
+
+    def base(node) -> str | None:  # x in x, x.a, x[i], x.a[i].b
+        while isinstance(node, ast.Attribute | ast.Subscript | ast.Starred):
+            node = node.value
+        return node.id if isinstance(node, ast.Name) else None
+
+    def at(node, end: bool = False) -> tuple[int, int]:
+        return (node.end_lineno, node.end_col_offset) if end else (node.lineno, node.col_offset)
+
+    def bind(target, top: bool, where: tuple[int, int]) -> None:
+        if isinstance(target, ast.Tuple | ast.List):
+            for element in target.elts:
+                bind(element, top, where)
+        elif isinstance(target, ast.Name):
+            (sure if top else nested).add(target.id)
+            bound_at[target.id] = min(bound_at.get(target.id, where), where)
+        elif (name := base(target)) is not None:
+            changed.add(name)
+
+    def stored(node) -> set[str]:
+        return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+    def visit(node, top: bool, local: frozenset) -> None:
+        """``top``: a statement the cell surely runs once it starts (not in a loop, branch, ``with`` or function);
+        ``local``: names of an enclosing function, lambda or comprehension, not the cell's."""
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in local:
+            reads.append((node.id, at(node)))
+        if not local:
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    bind(target, top, at(node, end=True))
+            elif isinstance(node, ast.AnnAssign | ast.NamedExpr):
+                bind(node.target, top and isinstance(node, ast.AnnAssign), at(node, end=True))
+            elif isinstance(node, ast.AugAssign):
+                changed.add(base(node.target))
+                reads.append((base(node.target), at(node)))
+            elif isinstance(node, ast.For | ast.AsyncFor):
+                bind(node.target, False, at(node.target, end=True))
+            elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                bind(node.optional_vars, False, at(node.optional_vars, end=True))
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                for alias in node.names:
+                    name = alias.asname or alias.name.split(".")[0]
+                    (sure if top else nested).add(name)
+                    bound_at.setdefault(name, at(node))
+                    imported.add(name)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                (sure if top else nested).add(node.name)
+                bound_at.setdefault(node.name, at(node))
+            elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+                if isinstance(node.value.func, ast.Attribute) and (name := base(node.value.func.value)) is not None:
+                    changed.add(name)
+        inner = local
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            inner = local | {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)}
+            inner |= (
+                set().union(*(stored(statement) for statement in node.body)) if isinstance(node.body, list) else set()
+            )
+        elif isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
+            inner = local | set().union(*(stored(g.target) for g in node.generators))
+        for child in ast.iter_child_nodes(node):
+            in_scope = inner if child not in getattr(node, "decorator_list", ()) else local
+            visit(child, top and isinstance(node, ast.Module), frozenset(in_scope))
+
+    visit(tree, True, frozenset())
+    changed.discard(None)
+    read = {name for name, where in reads if name is not None and (name not in bound_at or where < bound_at[name])}
+    return {"sure": sure, "nested": nested, "changed": changed, "read": read, "imported": imported}
+
+
+def panel_cells(cells: list[dict]) -> list[int]:
+    """The 0-based indices of the code cells the notebook's slider panels need, in order; every code cell when no cell
+    calls slider_panel.
+
+    Kept: every cell that calls slider_panel, the parameters cells, any cell that is not plain Python, and, going back
+    from the last panel, every cell that may change a name a later kept cell reads, or binds it (surely; or inside a
+    loop or branch when no earlier cell surely binds it), until a cell that surely binds it (``_cell_names``). So no
+    name a kept cell reads is left unbound. What a dropped cell changes without naming it (a random generator's state,
+    a setting) may make a panel's picture differ from the whole notebook's.
+    """
+    code = [i for i, cell in enumerate(cells) if cell["cell_type"] == "code"]
+    sources = {i: "".join(cells[i]["source"]) for i in code}
+    panels = [i for i in code if PANEL_CALL.search(sources[i])]
+    if not panels:
+        return code
+    names = {i: _cell_names(sources[i]) for i in code if i <= panels[-1]}
+    modules = set().union(*(found["imported"] for found in names.values() if found is not None))  # never changed
+    kept, needed = [], set()
+    for i in sorted(names, reverse=True):
+        found = names[i]
+        if found is None:
+            kept.append(i)
+            continue
+        tags = set(cells[i].get("metadata", {}).get("tags", []))
+        earlier = set().union(*(names[j]["sure"] for j in names if j < i and names[j] is not None))
+        touches = found["sure"] | found["changed"] - modules | found["nested"] - earlier
+        if i in panels or {"parameters", "injected-parameters"} & tags or touches & needed:
+            kept.append(i)
+            needed = needed - found["sure"] | found["read"]
+    return sorted(kept)
 
 
 def _cell_problems(cells: list[dict], last: int) -> list[str]:
@@ -736,8 +864,8 @@ def test_notebook_runs_and_its_sliders_redraw_in_jupyterlab(lab, lab_tab, notebo
 
         started = time.monotonic()
         open_s = started - opening
-        last = last_panel_cell(lab.root / name)  # the copy served: with QUICK's injected cell, one more
-        ran = f"running cells 1-{last}"
+        last = last_panel_cell(lab.root / name)  # the copy served: the cells the panels need, QUICK's injected one
+        ran = f"running cells 1-{last} (the cells its slider panels need)"
         outcome = page.evaluate("([last, ms]) => window.__attnTest.runThrough(last, ms)", [last, RUN_ALL_S * 1000])
         if outcome == "timeout":
             pytest.fail(f"{name}: {ran} did not finish within {RUN_ALL_S} s", pytrace=False)
@@ -769,7 +897,7 @@ def test_notebook_runs_and_its_sliders_redraw_in_jupyterlab(lab, lab_tab, notebo
                 path=SCREENSHOTS / f"{notebook.stem}-panel{panel['panel']}.png"
             )
         print(
-            f"{name}: opened in {open_s:.1f} s, ran cells 1-{last} of {len(cells)} in {run_s:.1f} s; "
+            f"{name}: opened in {open_s:.1f} s, ran the {last} cells its panels need in {run_s:.1f} s; "
             f"{len(panels)} slider panel(s), "
             f"{moved} control(s) moved in {time.monotonic() - started:.1f} s"
         )
@@ -812,3 +940,57 @@ def test_quick_parameters_are_the_notebooks_own_and_shorten_them():
             assert parameter in published, f"{name} has no parameter {parameter} (it has {sorted(published)})"
             was = published[parameter]
             assert value < was, f"{name}: QUICK {parameter} = {value}, not below the published {was}"
+
+
+def _notebook(*sources: str, tags: dict[int, list[str]] | None = None) -> list[dict]:
+    return [
+        {"cell_type": "code", "source": source, "metadata": {"tags": (tags or {}).get(i, [])}}
+        for i, source in enumerate(sources)
+    ]
+
+
+def test_panel_cells_keep_what_the_panels_read_and_drop_the_rest():
+    """The cells a panel needs: what binds or changes the names it reads, back to their definite binding."""
+    cells = _notebook(
+        "%matplotlib inline\nimport torch\nimport attn_course as ac",  # 0: imports
+        "SEED = 0\nSTEPS = 100",  # 1: parameters
+        "model = ac.Model()\nstale = 1",  # 2: bound again surely in 4: not needed
+        "big = ac.train_something_else(STEPS)",  # 3: nothing a panel reads
+        "model = ac.Model(seed=SEED)\nhistory = []",  # 4
+        "model.train(STEPS)\nhistory.append(1)",  # 5: changes model and history in place
+        "for name in ['a', 'b']:\n    print(name)",  # 6: binds name in a loop only
+        "fig = ac.plot(model)\nac.show(fig)",  # 7: ac.show changes no module
+        "ac.slider_panel(lambda h, x=1: ac.plot(model, h), {'h': None}, fixed={'rows': [n for n in history]})",  # 8
+        "ac.slider_panel(ac.plot, {'h': None})",  # 9
+        "after = ac.train_something_else(STEPS)",  # 10: after the last panel
+        tags={1: ["parameters"]},
+    )
+    assert panel_cells(cells) == [0, 1, 4, 5, 8, 9]
+    markdown = [{"cell_type": "markdown", "source": "# title", "metadata": {}}, *cells]
+    assert panel_cells(markdown) == [1, 2, 5, 6, 9, 10]
+
+
+def test_panel_cells_keep_a_binding_in_a_loop_when_nothing_binds_the_name_surely():
+    cells = _notebook(
+        "import attn_course as ac", "for x in range(3):\n    y = x", "ac.slider_panel(ac.plot, {}, fixed={'y': y})"
+    )
+    assert panel_cells(cells) == [0, 1, 2]
+    cells = _notebook("import attn_course as ac", "%%time\nz = 1", "ac.slider_panel(ac.plot, {})")
+    assert panel_cells(cells) == [0, 1, 2], "a cell that is not plain Python is kept: what it binds is unknown"
+    no_panel = _notebook("x = 1", "y = 2")
+    assert panel_cells(no_panel) == [0, 1]
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[path.name for path in NOTEBOOKS])
+def test_panel_cells_of_a_course_notebook_leave_no_name_unbound(notebook):
+    """Every name a kept cell reads is a builtin or bound by a kept cell before it, and every panel is kept."""
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    kept = panel_cells(cells)
+    calls = [i for i, c in enumerate(cells) if c["cell_type"] == "code" and PANEL_CALL.search("".join(c["source"]))]
+    assert set(calls) <= set(kept), f"{notebook.name}: a cell that makes a panel was dropped"
+    bound = set(dir(builtins)) | {"get_ipython", "display"}
+    for i in kept:
+        found = _cell_names("".join(cells[i]["source"]))
+        unbound = sorted(found["read"] - bound)
+        assert not unbound, f"{notebook.name}: cell {i + 1} reads {unbound}, which no kept cell before it binds"
+        bound |= found["sure"] | found["nested"]
