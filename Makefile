@@ -74,7 +74,8 @@ test: lint
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile $(NBVAL) notebooks tests --ignore=tests/browser
 
 # A second environment: requirements.txt with torch, numpy, matplotlib, ... at their lower bounds in pyproject.toml
-# (tools/oldest_requirements.py), so that those bounds are versions the unit tests pass on. Not nbval: stored outputs
+# and without the tools no unit test imports (tools/oldest_requirements.py), so that those bounds are versions the unit
+# tests pass on. Not nbval: stored outputs
 # may differ with other versions.
 $(OLDEST_STAMP): requirements.txt pyproject.toml tools/oldest_requirements.py
 	test -x $(OLDEST)/bin/python || $(PYTHON) -m venv $(OLDEST)

@@ -158,3 +158,47 @@ def test_make_setup_reruns_when_requirements_change():
     rules = _makefile_rules()
     stamp_targets = [t for t in rules["setup"][0] if t in rules]
     assert any("requirements.txt" in rules[t][0] for t in stamp_targets)
+
+
+def _oldest_tool():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("oldest_requirements", ROOT / "tools" / "oldest_requirements.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _top_level_imports(path: Path) -> set[str]:
+    import ast
+
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def test_the_oldest_environment_leaves_out_only_what_the_unit_tests_never_import():
+    """`make test-oldest` installs requirements.txt without the site's, the browser tests' and the linter's tools: each
+    left-out name is pinned in requirements.txt, is no runtime dependency, and no unit test or attn_course module
+    imports it (found by the distribution that provides each imported module: yaml is pyyaml's)."""
+    from importlib.metadata import packages_distributions
+
+    tool = _oldest_tool()
+    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    pins, runtime = _pip_pins(), {canonicalize_name(Requirement(d).name) for d in dependencies}
+    left_out = {canonicalize_name(name) for name in tool.NOT_FOR_UNIT_TESTS}
+    assert left_out <= set(pins), f"not in requirements.txt: {sorted(left_out - set(pins))}"
+    assert not left_out & runtime, f"runtime dependencies must be in the oldest test: {sorted(left_out & runtime)}"
+    lines = tool.oldest_requirements()
+    kept = {canonicalize_name(PIN.match(line)["name"]) for line in lines}
+    assert kept == set(pins) - left_out
+    sources = [*(ROOT / "tests").glob("*.py"), *(ROOT / "attn_course").rglob("*.py")]
+    imported = set().union(*(_top_level_imports(path) for path in sources))
+    provider = packages_distributions()
+    used = {canonicalize_name(dist) for module in imported for dist in provider.get(module, [])}
+    assert "pyyaml" in used and "torch" in used, "the imports were not mapped to their distributions"
+    assert not left_out & used, f"the unit tests or attn_course import {sorted(left_out & used)}"
