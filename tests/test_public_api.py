@@ -1,6 +1,7 @@
 """The public face of attn_course: __all__, docstrings, and a silent import."""
 
 import dataclasses
+import functools
 import importlib
 import inspect
 import pkgutil
@@ -70,11 +71,16 @@ def test_every_public_function_class_and_module_has_a_docstring(qualname, obj):
         assert doc != generated, f"{qualname} only has the docstring dataclasses generates: {doc!r}"
 
 
+@functools.cache
+def _module_tests() -> tuple[str, ...]:
+    """The text of every other test file, read once for all the names below."""
+    return tuple(p.read_text() for p in Path(__file__).parent.glob("test_*.py") if p.name != Path(__file__).name)
+
+
 @pytest.mark.parametrize("name", attn_course.__all__)
 def test_every_public_name_is_exercised_by_a_module_test(name):
     """Each name of __all__ appears in at least one of the per-module test files."""
-    sources = [p.read_text() for p in Path(__file__).parent.glob("test_*.py") if p.name != Path(__file__).name]
-    assert any(re.search(rf"\b{re.escape(name)}\b", text) for text in sources), f"no test uses {name}"
+    assert any(re.search(rf"\b{re.escape(name)}\b", text) for text in _module_tests()), f"no test uses {name}"
 
 
 def test_version_matches_pyproject():
@@ -128,7 +134,9 @@ STUDENT_API = {
 }
 
 
+@functools.cache
 def _notebook_code() -> str:
+    """The code cells of every notebook, read once for all the names below."""
     import json
 
     cells = []

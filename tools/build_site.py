@@ -517,7 +517,21 @@ def write_sources(folder: Path, entries: list[Notebook], params: dict[str, objec
 def sphinx_build(source: Path, target: Path, course: str) -> list[str]:
     """Render the site with Sphinx; returns its warnings. Exits if Sphinx fails."""
     env = {**os.environ, "ATTN_COURSE_TITLE": course, "ATTN_COURSE_STATIC": str(source / "_static")}
-    command = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-c", str(SITE_SRC), "-d", str(DOCTREES)]
+    # -j auto: one process per core reads and writes the pages (every extension used says it is safe in parallel).
+    command = [
+        sys.executable,
+        "-m",
+        "sphinx",
+        "-b",
+        "html",
+        "-q",
+        "-j",
+        "auto",
+        "-c",
+        str(SITE_SRC),
+        "-d",
+        str(DOCTREES),
+    ]
     result = subprocess.run([*command, str(source), str(target)], env=env, capture_output=True, text=True)
     warnings = [line for line in result.stderr.splitlines() if line.strip()]
     if result.returncode != 0:
@@ -607,7 +621,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"parameter {name} = {params[name]!r} in notebook(s) {', '.join(users)}")
 
     print(f"{len(entries)} notebooks: executing into {EXECUTED.relative_to(ROOT)}/")
-    errors, times = execute_all(entries, params, max(1, args.jobs), args.force)
+    # npm ci, mostly waiting on the disk, runs while the kernels compute; its failure is raised below.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as installer:
+        scripts = installer.submit(npm_install)
+        errors, times = execute_all(entries, params, max(1, args.jobs), args.force)
+        scripts.result()
     executed_seconds = time.perf_counter() - start
     missing = [e for e in entries if not executed(e).exists()]
     if missing:

@@ -39,7 +39,8 @@ def test_the_network_is_really_cut():
 def test_sphinx_renders_the_site_offline(tmp_path):
     if not (SOURCES / "index.md").is_file():
         pytest.fail(f"{SOURCES} has no sources: run `make html` first", pytrace=False)
-    command = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-c", str(ROOT / "site")]
+    # the build's command (tools/build_site.py: sphinx_build)
+    command = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-j", "auto", "-c", str(ROOT / "site")]
     command += ["-d", str(tmp_path / "doctrees"), str(SOURCES), str(tmp_path / "site")]
     env = {**os.environ, "ATTN_COURSE_STATIC": str(SOURCES / "_static")}
     result = offline(command, env=env, timeout=600)
