@@ -37,8 +37,8 @@ unexport PYTHONDONTWRITEBYTECODE
 setup: $(STAMP) $(KERNEL_STAMP)
 
 # Re-runs only when the requirements or the package metadata change. pip byte-compiles every module it installs: keep
-# it so (no --no-compile), since with PYTHONDONTWRITEBYTECODE set, as on CI machines, Python would otherwise compile
-# torch's modules again in every process that imports them.
+# it so (no --no-compile); else the first test run compiles torch's modules, and every run does where a shell outside
+# make sets PYTHONDONTWRITEBYTECODE.
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
@@ -75,8 +75,7 @@ test: lint
 
 # A second environment: requirements.txt with torch, numpy, matplotlib, ... at their lower bounds in pyproject.toml
 # and without the tools no unit test imports (tools/oldest_requirements.py), so that those bounds are versions the unit
-# tests pass on. Not nbval: stored outputs
-# may differ with other versions.
+# tests pass on. Not nbval: stored outputs may differ with other versions.
 $(OLDEST_STAMP): requirements.txt pyproject.toml tools/oldest_requirements.py
 	test -x $(OLDEST)/bin/python || $(PYTHON) -m venv $(OLDEST)
 	$(PYTHON) tools/oldest_requirements.py > $(OLDEST)/requirements.txt

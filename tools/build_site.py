@@ -518,21 +518,9 @@ def sphinx_build(source: Path, target: Path, course: str) -> list[str]:
     """Render the site with Sphinx; returns its warnings. Exits if Sphinx fails."""
     env = {**os.environ, "ATTN_COURSE_TITLE": course, "ATTN_COURSE_STATIC": str(source / "_static")}
     # -j auto: one process per core reads and writes the pages (every extension used says it is safe in parallel).
-    command = [
-        sys.executable,
-        "-m",
-        "sphinx",
-        "-b",
-        "html",
-        "-q",
-        "-j",
-        "auto",
-        "-c",
-        str(SITE_SRC),
-        "-d",
-        str(DOCTREES),
-    ]
-    result = subprocess.run([*command, str(source), str(target)], env=env, capture_output=True, text=True)
+    command = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-j", "auto"]
+    command += ["-c", str(SITE_SRC), "-d", str(DOCTREES), str(source), str(target)]
+    result = subprocess.run(command, env=env, capture_output=True, text=True)
     warnings = [line for line in result.stderr.splitlines() if line.strip()]
     if result.returncode != 0:
         raise SystemExit("sphinx-build failed:\n" + "\n".join(warnings[-30:]))
@@ -655,7 +643,7 @@ def main(argv: list[str] | None = None) -> int:
     print("seconds per notebook:")
     for entry in entries:
         print(f"  {entry.stem:<44} {times.get(entry.source.name, 'not run')}")
-    print(f"executed in {executed_seconds:.1f} s")
+    print(f"executed in {executed_seconds:.1f} s (with npm ci, when needed, alongside)")
     print(f"rendered {len(entries)} pages and index.html in {total - executed_seconds:.1f} s")
     print(f"site: {SITE / 'index.html'}  ({size_mb(SITE):.1f} MB; open it in a browser or copy the folder)")
     print(f"total {total:.1f} s")
