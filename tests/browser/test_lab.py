@@ -625,11 +625,12 @@ def panel_cells(cells: list[dict]) -> list[int]:
     """The 0-based indices of the code cells the notebook's slider panels need, in order; every code cell when no cell
     calls slider_panel.
 
-    Kept: every cell that calls slider_panel, the parameters cells, any cell that is not plain Python, and, going back
-    from the last panel, every cell that may change a name a later kept cell reads, or binds it (surely; or inside a
-    loop or branch when no earlier cell surely binds it), until a cell that surely binds it (``_cell_names``). So no
-    name a kept cell reads is left unbound. What a dropped cell changes without naming it (a random generator's state,
-    a setting) may make a panel's picture differ from the whole notebook's.
+    Kept: every cell that calls slider_panel, the parameters cells, any cell that is not plain Python with every cell
+    before it (what it reads is unknown), and, going back from the last panel, every cell that may change a name a
+    later kept cell reads, or binds it (surely; or inside a loop or branch when no earlier cell surely binds it), until
+    a cell that surely binds it (``_cell_names``). So no name a kept cell reads is left unbound. What a dropped cell
+    changes without naming it (a random generator's state, a setting) may make a panel's picture differ from the whole
+    notebook's.
     """
     code = [i for i, cell in enumerate(cells) if cell["cell_type"] == "code"]
     sources = {i: "".join(cells[i]["source"]) for i in code}
@@ -641,9 +642,8 @@ def panel_cells(cells: list[dict]) -> list[int]:
     kept, needed = [], set()
     for i in sorted(names, reverse=True):
         found = names[i]
-        if found is None:
-            kept.append(i)
-            continue
+        if found is None:  # what it reads is unknown: it and every cell before it are kept
+            return sorted(kept + [j for j in code if j <= i])
         tags = set(cells[i].get("metadata", {}).get("tags", []))
         earlier = set().union(*(names[j]["sure"] for j in names if j < i and names[j] is not None))
         touches = found["sure"] | found["changed"] - modules | found["nested"] - earlier
@@ -975,8 +975,8 @@ def test_panel_cells_keep_a_binding_in_a_loop_when_nothing_binds_the_name_surely
         "import attn_course as ac", "for x in range(3):\n    y = x", "ac.slider_panel(ac.plot, {}, fixed={'y': y})"
     )
     assert panel_cells(cells) == [0, 1, 2]
-    cells = _notebook("import attn_course as ac", "%%time\nz = 1", "ac.slider_panel(ac.plot, {})")
-    assert panel_cells(cells) == [0, 1, 2], "a cell that is not plain Python is kept: what it binds is unknown"
+    cells = _notebook("import attn_course as ac", "x = 1", "%%time\nz = x", "w = 2", "ac.slider_panel(ac.plot, {})")
+    assert panel_cells(cells) == [0, 1, 2, 4], "a cell magic is kept with every cell before it: it may read any"
     no_panel = _notebook("x = 1", "y = 2")
     assert panel_cells(no_panel) == [0, 1]
 
