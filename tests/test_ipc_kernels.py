@@ -4,6 +4,7 @@ These start real kernels (about a second each). The concurrency itself is checke
 """
 
 import json
+import os
 import stat
 import sys
 from pathlib import Path
@@ -125,12 +126,57 @@ def test_nbval_starts_its_kernels_through_start_kernel(monkeypatch):
     patched = nbval.kernel.start_new_kernel
     ipc_kernels.use_in_nbval()
     assert nbval.kernel.start_new_kernel is patched, "installing twice must not wrap twice"
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "2")  # as in a worker of `make test`
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     kernel = nbval.kernel.RunningKernel(CURRENT_ENV_KERNEL_NAME)
     try:
         assert kernel.km.transport == "ipc"
         assert Path(kernel.km.ip).parent.name.startswith("attn-kernel-")
+        printed = []
+        kernel.kc.execute_interactive(
+            "import os; print(os.environ.get('OMP_NUM_THREADS'))",
+            timeout=30,
+            output_hook=lambda msg: printed.append(msg["content"].get("text", "")),
+        )
+        assert "".join(printed).strip() == str(max(1, ipc_kernels.usable_cores() // 2)), printed
     finally:
         kernel.stop()
+
+
+@pytest.mark.parametrize(("cores", "side_by_side", "threads"), [(2, 1, 2), (2, 2, 1), (2, 3, 1), (8, 2, 4), (7, 2, 3)])
+def test_kernels_run_side_by_side_share_the_cores(monkeypatch, cores, side_by_side, threads):
+    monkeypatch.setattr(ipc_kernels, "usable_cores", lambda: cores)
+    given = {"PATH": "/bin"}
+    env = ipc_kernels.kernel_env(side_by_side, given)
+    assert env == {"PATH": "/bin", "OMP_NUM_THREADS": str(threads)}
+    assert given == {"PATH": "/bin"}, "the caller's mapping must not change"
+
+
+def test_a_thread_count_already_set_wins(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert ipc_kernels.kernel_env(2)["OMP_NUM_THREADS"] == "3"
+    assert ipc_kernels.kernel_env(2, {"OMP_NUM_THREADS": "5"})["OMP_NUM_THREADS"] == "5"
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2", None])
+def test_kernel_env_names_a_bad_count(bad):
+    with pytest.raises(ValueError, match=r"side_by_side must be a whole number of kernels >= 1, got"):
+        ipc_kernels.kernel_env(bad)
+
+
+def test_without_xdist_a_kernel_runs_alone(monkeypatch):
+    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT", raising=False)
+    assert ipc_kernels.xdist_workers() == 1
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "4")
+    assert ipc_kernels.xdist_workers() == 4
+
+
+def test_a_build_worker_shares_the_cores_with_the_others(monkeypatch):
+    monkeypatch.setattr(ipc_kernels, "usable_cores", lambda: 4)
+    monkeypatch.setenv("OMP_NUM_THREADS", "unset")  # recorded, so that the teardown removes what the call sets
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    build_site.share_cores(2)
+    assert os.environ["OMP_NUM_THREADS"] == "2"  # the papermill kernels this worker starts inherit it
 
 
 def test_the_build_retries_a_kernel_that_dies_once_and_reports_the_second_death(tmp_path, monkeypatch):

@@ -46,7 +46,7 @@ from pathlib import Path
 import nbformat
 import yaml
 from course import NOTEBOOKS, ROOT, Notebook, course_notebooks, read_header
-from ipc_kernels import IPCKernelManager
+from ipc_kernels import IPCKernelManager, kernel_env
 
 PACKAGE = ROOT / "attn_course"
 SITE_SRC = ROOT / "site"  # Sphinx conf.py, npm manifest and lock file, the site's CSS and script
@@ -263,6 +263,11 @@ def execute(source: str, target: str, params: dict[str, object], key: str) -> tu
     return seconds, error, text
 
 
+def share_cores(at_once: int) -> None:
+    """In a build worker: the kernels it starts share the cores with the other workers' (``ipc_kernels.kernel_env``)."""
+    os.environ.update(kernel_env(at_once))
+
+
 RETRY = "kernel failed to start; retried once with a fresh kernel"
 # Run in each kernel before the notebook: figures carry alt text in their output metadata (tools/figure_alt.py),
 # and slider panels draw their frames for the static page (attn_course/widgets/frames.py).
@@ -299,8 +304,10 @@ def execute_all(
             todo.append((entry, mine, key))
     if not todo:
         return errors, times
-    print(f"executing {len(todo)} notebook(s), {min(jobs, len(todo))} at a time, kernel {KERNEL}")
-    with concurrent.futures.ProcessPoolExecutor(max_workers=min(jobs, len(todo))) as pool:
+    at_once = min(jobs, len(todo))
+    threads = kernel_env(at_once)["OMP_NUM_THREADS"]
+    print(f"executing {len(todo)} notebook(s), {at_once} at a time, kernel {KERNEL}, OMP_NUM_THREADS={threads}")
+    with concurrent.futures.ProcessPoolExecutor(at_once, initializer=share_cores, initargs=(at_once,)) as pool:
         futures = {pool.submit(execute, str(e.source), str(executed(e)), mine, key): (e, mine) for e, mine, key in todo}
         for future in concurrent.futures.as_completed(futures):
             entry, mine = futures[future]

@@ -19,10 +19,18 @@ A user's own ``make lab`` is left as Jupyter sets it up.
 
 A kernel that still fails to start (for another reason: a machine under load, a kernel that crashes on import) is
 started again once, fresh, and the retry is printed; a second failure is raised, never hidden.
+
+Kernels that run side by side share the cores (:func:`kernel_env`): with PyTorch's default of one thread per core,
+two kernels on two cores run four threads, and OpenMP's waiting threads spin on the cores the other kernel needs.
+nbval's kernels (one per pytest-xdist worker), the site build's (``--jobs`` at a time) and the JupyterLab test's each
+get ``OMP_NUM_THREADS`` = cores // kernels at once. A kernel that runs alone (``make lab``, ``make bench``) keeps
+PyTorch's default. The notebooks print the same numbers either way: nbval compares them with outputs stored by
+kernels on the default.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -70,6 +78,29 @@ class IPCKernelManager(KernelManager):
     cleanup_resources = run_sync(_async_cleanup_resources)  # the base class binds its own coroutine here
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system tells it, else every core)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def kernel_env(side_by_side: int, environ=None) -> dict[str, str]:
+    """The environment for one of ``side_by_side`` kernels that run at once: ``environ`` (default ``os.environ``)
+    with ``OMP_NUM_THREADS`` = usable cores // ``side_by_side``, at least 1. A value already set wins.
+    """
+    if isinstance(side_by_side, bool) or not isinstance(side_by_side, int) or side_by_side < 1:
+        raise ValueError(f"side_by_side must be a whole number of kernels >= 1, got {side_by_side!r}")
+    env = dict(os.environ if environ is None else environ)
+    env.setdefault("OMP_NUM_THREADS", str(max(1, usable_cores() // side_by_side)))
+    return env
+
+
+def xdist_workers() -> int:
+    """How many pytest-xdist workers run (``PYTEST_XDIST_WORKER_COUNT``, which xdist sets in each); 1 without xdist."""
+    return int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+
+
 def say(message: str) -> None:
     """Print to the terminal even where stdout is captured (pytest's capture, the build's kernel log)."""
     stream = sys.__stderr__ or sys.stderr
@@ -105,7 +136,8 @@ def start_kernel(kernel_name: str, startup_timeout: float = 60, make_manager=IPC
 
 
 def use_in_nbval() -> None:
-    """Make nbval start every kernel with :func:`start_kernel` (Unix sockets, one retry). Idempotent."""
+    """Make nbval start every kernel with :func:`start_kernel` (Unix sockets, one retry, the cores shared out among
+    the pytest-xdist workers' kernels). Idempotent."""
     import nbval.kernel
 
     if getattr(nbval.kernel.start_new_kernel, "ipc", False):
@@ -115,6 +147,7 @@ def use_in_nbval() -> None:
         return IPCKernelManager(kernel_spec_manager=nbval.kernel.NbvalKernelspecManager(), **kwargs)
 
     def start_new_kernel(startup_timeout=60, kernel_name="python", **kwargs):  # nbval's signature
+        kwargs.setdefault("env", kernel_env(xdist_workers()))  # one kernel per worker runs at a time
         return start_kernel(kernel_name, startup_timeout, make_manager=make_manager, **kwargs)
 
     start_new_kernel.ipc = True

@@ -38,6 +38,10 @@ import papermill
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+
+from ipc_kernels import kernel_env, xdist_workers  # noqa: E402
+
 NOTEBOOKS = sorted(ROOT.glob("notebooks/[0-9][0-9]_*.ipynb"))
 BUILD = ROOT / "build"
 # One server per pytest-xdist worker that runs these tests (make test-browser spreads them over two), one log each.
@@ -357,6 +361,7 @@ def lab():
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(json.dumps(settings))
         env = {key: value for key, value in os.environ.items() if not key.startswith(("JUPYTER", "MPLBACKEND"))}
+        env = kernel_env(xdist_workers(), env)  # each worker's kernel shares the cores with the other's
         env.update(
             JUPYTER_CONFIG_DIR=str(dirs["config"]),
             JUPYTER_DATA_DIR=str(dirs["data"]),  # no user-level kernels: attn-course comes from this environment
