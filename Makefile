@@ -69,7 +69,8 @@ nbval: setup
 
 # The unit tests and nbval in one pytest run: the workers take whole files (a notebook's cells share one kernel), the
 # notebooks first, so the longest start early and the unit tests fill the gaps. Each notebook's kernel is a process of
-# its own; the unit tests change no environment variable that outlives them (pytest's monkeypatch undoes each).
+# its own, on cores // workers threads (tools/ipc_kernels.py: two kernels on two threads each would fight over two
+# cores); the unit tests change no environment variable that outlives them (pytest's monkeypatch undoes each).
 test: lint
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile $(NBVAL) notebooks tests --ignore=tests/browser
 
