@@ -69,10 +69,10 @@ nbval: setup
 
 # The unit tests and nbval in one pytest run: the workers take whole files (a notebook's cells share one kernel), the
 # files with the most tests first (pytest-xdist's default order for loadfile), so the short files fill the gaps at the
-# end; in the order of the command line, test_widgets.py (20 s) came last and one worker sat idle for 21 s while it ran.
-# Each notebook's kernel is a process of its own, on cores // workers threads (tools/ipc_kernels.py: two kernels on two
-# threads each would fight over two cores); the unit tests change no environment variable that outlives them (pytest's
-# monkeypatch undoes each).
+# end; in the order of the command line, test_widgets.py (23 s) came last and the other worker sat idle for 21 s.
+# Each notebook's kernel is a process of its own, on logical CPUs // workers threads (tools/ipc_kernels.py: two kernels
+# on two threads each would fight over two cores); the unit tests change no environment variable that outlives them
+# (pytest's monkeypatch undoes each).
 test: lint
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile $(NBVAL) notebooks tests --ignore=tests/browser
 

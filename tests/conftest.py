@@ -13,7 +13,8 @@ from _helpers import error_for  # noqa: E402
 
 # One torch thread per test process. `make test` runs two pytest-xdist workers on a 2-core machine; with torch's
 # default of one thread per core, four threads fight over two cores and OpenMP's waiting threads spin: the unit
-# tests took several times as long. The notebooks' kernels are processes of their own and keep torch's default.
+# tests took several times as long. The notebooks' kernels are processes of their own: nbval starts each with
+# logical CPUs // workers threads (tools/ipc_kernels.kernel_env).
 torch.set_num_threads(1)
 
 

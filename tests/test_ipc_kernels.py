@@ -133,23 +133,33 @@ def test_nbval_starts_its_kernels_through_start_kernel(monkeypatch):
         assert kernel.km.transport == "ipc"
         assert Path(kernel.km.ip).parent.name.startswith("attn-kernel-")
         printed = []
+
+        def stdout(msg):
+            if msg["msg_type"] == "stream" and msg["content"]["name"] == "stdout":
+                printed.append(msg["content"]["text"])
+
         kernel.kc.execute_interactive(
-            "import os; print(os.environ.get('OMP_NUM_THREADS'))",
-            timeout=30,
-            output_hook=lambda msg: printed.append(msg["content"].get("text", "")),
+            "import os; print(os.environ.get('OMP_NUM_THREADS'))", timeout=30, output_hook=stdout
         )
         assert "".join(printed).strip() == str(max(1, ipc_kernels.usable_cores() // 2)), printed
     finally:
         kernel.stop()
 
 
-@pytest.mark.parametrize(("cores", "side_by_side", "threads"), [(2, 1, 2), (2, 2, 1), (2, 3, 1), (8, 2, 4), (7, 2, 3)])
+@pytest.mark.parametrize(("cores", "side_by_side", "threads"), [(2, 2, 1), (2, 3, 1), (8, 2, 4), (7, 2, 3), (1, 2, 1)])
 def test_kernels_run_side_by_side_share_the_cores(monkeypatch, cores, side_by_side, threads):
     monkeypatch.setattr(ipc_kernels, "usable_cores", lambda: cores)
     given = {"PATH": "/bin"}
     env = ipc_kernels.kernel_env(side_by_side, given)
     assert env == {"PATH": "/bin", "OMP_NUM_THREADS": str(threads)}
     assert given == {"PATH": "/bin"}, "the caller's mapping must not change"
+
+
+def test_a_kernel_that_runs_alone_keeps_pytorchs_default(monkeypatch):
+    monkeypatch.setattr(ipc_kernels, "usable_cores", lambda: 8)
+    given = {"PATH": "/bin"}
+    env = ipc_kernels.kernel_env(1, given)
+    assert env == given and env is not given
 
 
 def test_a_thread_count_already_set_wins(monkeypatch):
@@ -171,12 +181,13 @@ def test_without_xdist_a_kernel_runs_alone(monkeypatch):
     assert ipc_kernels.xdist_workers() == 4
 
 
-def test_a_build_worker_shares_the_cores_with_the_others(monkeypatch):
-    monkeypatch.setattr(ipc_kernels, "usable_cores", lambda: 4)
-    monkeypatch.setenv("OMP_NUM_THREADS", "unset")  # recorded, so that the teardown removes what the call sets
-    monkeypatch.delenv("OMP_NUM_THREADS")
-    build_site.share_cores(2)
-    assert os.environ["OMP_NUM_THREADS"] == "2"  # the papermill kernels this worker starts inherit it
+def test_the_build_workers_share_the_cores(monkeypatch):
+    """Each worker of the build's pool has its share in its environment, which its papermill kernels inherit."""
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    with build_site.kernel_pool(2) as pool:
+        seen = pool.submit(os.getenv, "OMP_NUM_THREADS").result(timeout=60)
+    assert seen == str(max(1, ipc_kernels.usable_cores() // 2))
+    assert "OMP_NUM_THREADS" not in os.environ, "the build's own process must keep its environment"
 
 
 def test_the_build_retries_a_kernel_that_dies_once_and_reports_the_second_death(tmp_path, monkeypatch):

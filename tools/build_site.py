@@ -268,6 +268,11 @@ def share_cores(at_once: int) -> None:
     os.environ.update(kernel_env(at_once))
 
 
+def kernel_pool(at_once: int) -> concurrent.futures.ProcessPoolExecutor:
+    """``at_once`` build workers, each starting its kernels with its share of the cores."""
+    return concurrent.futures.ProcessPoolExecutor(at_once, initializer=share_cores, initargs=(at_once,))
+
+
 RETRY = "kernel failed to start; retried once with a fresh kernel"
 # Run in each kernel before the notebook: figures carry alt text in their output metadata (tools/figure_alt.py),
 # and slider panels draw their frames for the static page (attn_course/widgets/frames.py).
@@ -307,7 +312,7 @@ def execute_all(
     at_once = min(jobs, len(todo))
     threads = kernel_env(at_once)["OMP_NUM_THREADS"]
     print(f"executing {len(todo)} notebook(s), {at_once} at a time, kernel {KERNEL}, OMP_NUM_THREADS={threads}")
-    with concurrent.futures.ProcessPoolExecutor(at_once, initializer=share_cores, initargs=(at_once,)) as pool:
+    with kernel_pool(at_once) as pool:
         futures = {pool.submit(execute, str(e.source), str(executed(e)), mine, key): (e, mine) for e, mine, key in todo}
         for future in concurrent.futures.as_completed(futures):
             entry, mine = futures[future]

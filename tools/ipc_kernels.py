@@ -23,9 +23,10 @@ started again once, fresh, and the retry is printed; a second failure is raised,
 Kernels that run side by side share the cores (:func:`kernel_env`): with PyTorch's default of one thread per core,
 two kernels on two cores run four threads, and OpenMP's waiting threads spin on the cores the other kernel needs.
 nbval's kernels (one per pytest-xdist worker), the site build's (``--jobs`` at a time) and the JupyterLab test's each
-get ``OMP_NUM_THREADS`` = cores // kernels at once. A kernel that runs alone (``make lab``, ``make bench``) keeps
-PyTorch's default. The notebooks print the same numbers either way: nbval compares them with outputs stored by
-kernels on the default.
+get ``OMP_NUM_THREADS`` = logical CPUs // kernels at once. A kernel that runs alone (``make lab``, ``make bench``,
+``make execute``) keeps PyTorch's default. The notebooks print the same numbers either way: nbval compares them with
+the outputs that ``make execute`` stored. (With two hardware threads per core, logical CPUs // 2 is PyTorch's own
+default, so such a machine sees no change.)
 """
 
 from __future__ import annotations
@@ -79,25 +80,31 @@ class IPCKernelManager(KernelManager):
 
 
 def usable_cores() -> int:
-    """The cores this process may run on (its CPU affinity where the system tells it, else every core)."""
+    """The logical CPUs this process may run on (its CPU affinity where the system tells it, else every one)."""
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
 
 
 def kernel_env(side_by_side: int, environ=None) -> dict[str, str]:
-    """The environment for one of ``side_by_side`` kernels that run at once: ``environ`` (default ``os.environ``)
-    with ``OMP_NUM_THREADS`` = usable cores // ``side_by_side``, at least 1. A value already set wins.
+    """The environment for one of ``side_by_side`` kernels that run at once: a copy of ``environ`` (default
+    ``os.environ``) with ``OMP_NUM_THREADS`` = usable logical CPUs // ``side_by_side``, at least 1. A kernel that runs
+    alone (``side_by_side == 1``) gets the copy unchanged: PyTorch's own default (one thread per physical core). A
+    value already set wins.
     """
     if isinstance(side_by_side, bool) or not isinstance(side_by_side, int) or side_by_side < 1:
         raise ValueError(f"side_by_side must be a whole number of kernels >= 1, got {side_by_side!r}")
     env = dict(os.environ if environ is None else environ)
-    env.setdefault("OMP_NUM_THREADS", str(max(1, usable_cores() // side_by_side)))
+    if side_by_side > 1:
+        env.setdefault("OMP_NUM_THREADS", str(max(1, usable_cores() // side_by_side)))
     return env
 
 
 def xdist_workers() -> int:
-    """How many pytest-xdist workers run (``PYTEST_XDIST_WORKER_COUNT``, which xdist sets in each); 1 without xdist."""
+    """How many pytest-xdist workers run (``PYTEST_XDIST_WORKER_COUNT``, which xdist sets in each); 1 without xdist.
+
+    A process that a worker starts inherits the variable, so a tool run from a test sees the workers' count too.
+    """
     return int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 
 
@@ -147,7 +154,7 @@ def use_in_nbval() -> None:
         return IPCKernelManager(kernel_spec_manager=nbval.kernel.NbvalKernelspecManager(), **kwargs)
 
     def start_new_kernel(startup_timeout=60, kernel_name="python", **kwargs):  # nbval's signature
-        kwargs.setdefault("env", kernel_env(xdist_workers()))  # one kernel per worker runs at a time
+        kwargs["env"] = kernel_env(xdist_workers(), kwargs.get("env"))  # one kernel per worker runs at a time
         return start_kernel(kernel_name, startup_timeout, make_manager=make_manager, **kwargs)
 
     start_new_kernel.ipc = True
