@@ -13,6 +13,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import build_site  # noqa: E402
 import course  # noqa: E402
+import ipc_kernels  # noqa: E402
 
 
 def test_params_read_like_papermill_later_options_win(tmp_path):
@@ -144,3 +145,23 @@ def test_a_site_or_a_page_over_its_budget_is_named(tmp_path, monkeypatch):
         "small.html is 0.0 MB, over the 0.0005 MB a page may take",
         "the site is 0.0 MB, over its budget of 0.0009 MB",
     ]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_executing_one_notebook_or_two_at_a_time_says_its_threads(tmp_path, monkeypatch, capsys, jobs):
+    """One notebook at a time keeps PyTorch's default thread count; two share the cores. Either way the build runs."""
+    monkeypatch.setattr(build_site, "EXECUTED", tmp_path / "executed")
+    monkeypatch.setattr(build_site, "execute", _fake_execute)  # the pool's workers are forked: they see it too
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    entries = [course.read_header(p) for p in course.course_notebooks()[:2]]
+    errors, times = build_site.execute_all(entries, {}, jobs, force=True)
+    assert errors == {} and len(times) == 2
+    said = capsys.readouterr().out
+    if jobs == 1:
+        assert "1 at a time" in said and "OMP_NUM_THREADS unset (PyTorch's default)" in said
+    else:
+        assert f"OMP_NUM_THREADS={max(1, ipc_kernels.usable_cores() // 2)}" in said
+
+
+def _fake_execute(source, target, params, key):
+    return 0.0, None, ""

@@ -310,8 +310,9 @@ def execute_all(
     if not todo:
         return errors, times
     at_once = min(jobs, len(todo))
-    threads = kernel_env(at_once)["OMP_NUM_THREADS"]
-    print(f"executing {len(todo)} notebook(s), {at_once} at a time, kernel {KERNEL}, OMP_NUM_THREADS={threads}")
+    threads = kernel_env(at_once).get("OMP_NUM_THREADS")  # none for a kernel alone: PyTorch's default
+    threads = f"OMP_NUM_THREADS={threads}" if threads else "OMP_NUM_THREADS unset (PyTorch's default)"
+    print(f"executing {len(todo)} notebook(s), {at_once} at a time, kernel {KERNEL}, {threads}")
     with kernel_pool(at_once) as pool:
         futures = {pool.submit(execute, str(e.source), str(executed(e)), mine, key): (e, mine) for e, mine, key in todo}
         for future in concurrent.futures.as_completed(futures):
@@ -526,13 +527,17 @@ def write_sources(folder: Path, entries: list[Notebook], params: dict[str, objec
     return alts
 
 
+def sphinx_command(source: Path, target: Path, doctrees: Path) -> list[str]:
+    """The command that renders the site (the build's, and the offline test's)."""
+    # -j auto: one process per core reads and writes the pages (every extension used says it is safe in parallel).
+    command = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-j", "auto"]
+    return command + ["-c", str(SITE_SRC), "-d", str(doctrees), str(source), str(target)]
+
+
 def sphinx_build(source: Path, target: Path, course: str) -> list[str]:
     """Render the site with Sphinx; returns its warnings. Exits if Sphinx fails."""
     env = {**os.environ, "ATTN_COURSE_TITLE": course, "ATTN_COURSE_STATIC": str(source / "_static")}
-    # -j auto: one process per core reads and writes the pages (every extension used says it is safe in parallel).
-    command = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-j", "auto"]
-    command += ["-c", str(SITE_SRC), "-d", str(DOCTREES), str(source), str(target)]
-    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    result = subprocess.run(sphinx_command(source, target, DOCTREES), env=env, capture_output=True, text=True)
     warnings = [line for line in result.stderr.splitlines() if line.strip()]
     if result.returncode != 0:
         raise SystemExit("sphinx-build failed:\n" + "\n".join(warnings[-30:]))

@@ -19,6 +19,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ROOT / "build" / "sphinx"
 UNSHARE = shutil.which("unshare")
+sys.path.insert(0, str(ROOT / "tools"))
+
+import build_site  # noqa: E402
 
 
 def offline(command: list[str], **kwargs) -> subprocess.CompletedProcess:
@@ -39,9 +42,7 @@ def test_the_network_is_really_cut():
 def test_sphinx_renders_the_site_offline(tmp_path):
     if not (SOURCES / "index.md").is_file():
         pytest.fail(f"{SOURCES} has no sources: run `make html` first", pytrace=False)
-    # the build's command (tools/build_site.py: sphinx_build)
-    command = [sys.executable, "-m", "sphinx", "-b", "html", "-q", "-j", "auto", "-c", str(ROOT / "site")]
-    command += ["-d", str(tmp_path / "doctrees"), str(SOURCES), str(tmp_path / "site")]
+    command = build_site.sphinx_command(SOURCES, tmp_path / "site", tmp_path / "doctrees")  # the build's own
     env = {**os.environ, "ATTN_COURSE_STATIC": str(SOURCES / "_static")}
     result = offline(command, env=env, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
