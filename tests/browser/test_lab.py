@@ -44,7 +44,8 @@ from ipc_kernels import kernel_env, xdist_workers  # noqa: E402
 
 NOTEBOOKS = sorted(ROOT.glob("notebooks/[0-9][0-9]_*.ipynb"))
 BUILD = ROOT / "build"
-# One server per pytest-xdist worker that runs these tests (make test-browser spreads them over two), one log each.
+# One server per pytest-xdist worker that runs these tests (make test-browser spreads them over BROWSER_WORKERS,
+# three by default), one log each.
 WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")  # gw0, gw1, ... or "" without pytest-xdist
 SERVER_LOG = BUILD / f"lab-server{'-' + WORKER if WORKER else ''}.log"
 SCREENSHOTS = BUILD / "screenshots" / "lab"
