@@ -6,7 +6,9 @@ import math
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
+import numpy as np
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from PIL import Image
 
 import attn_course as ac
@@ -80,10 +82,11 @@ def test_frames_panel_stacks_one_frame_per_point_linked_to_its_controls(monkeypa
         merged = {"a": controls["a"].value, "kind": controls["kind"].value, "flag": controls["flag"].value} | values
         rendered.append(merged)
         fig = _plot(**merged)
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png")
+        canvas = FigureCanvasAgg(fig)
+        canvas.draw()
+        pixels = np.array(canvas.buffer_rgba())  # (height, width, 4), as the panel's drawing gives them
         plt.close(fig)
-        return [buffer.getvalue()]
+        return [pixels]
 
     panel = _frames.frames_panel(render, controls, title="a line")
     images = [w for w in _walk(panel) if isinstance(w, widgets.Image)]

@@ -30,6 +30,8 @@ MAX_FRAMES = 100  # per panel: two sliders get 10 values each
 MAX_BYTES = 1_000_000  # per panel, before base64 (4/3 of it after): three panels leave a page under 5 MB
 SCALE = 0.75  # frames are drawn smaller than in JupyterLab
 WEBP_QUALITY = 80
+# libwebp's effort, 0-6 (Pillow's default is 4): 2 encodes a frame 1.7-2.6 times as fast, for 3-4% more bytes
+WEBP_METHOD = 2
 
 
 def describe_figure(fig) -> str:
@@ -112,9 +114,9 @@ def grid(controls: Mapping[str, widgets.ValueWidget], budget: int = MAX_FRAMES) 
     }
 
 
-def _frame(pngs: list[bytes]) -> bytes:
-    """One WebP image of the panel's figure(s), stacked vertically, at SCALE."""
-    images = [Image.open(io.BytesIO(png)).convert("RGB") for png in pngs]
+def _frame(pictures: list[np.ndarray]) -> bytes:
+    """One WebP image of the panel's figure(s) (RGBA pixels, opaque), stacked vertically, at SCALE."""
+    images = [Image.fromarray(rgba, "RGBA").convert("RGB") for rgba in pictures]
     width = max(i.width for i in images)
     canvas = Image.new("RGB", (width, sum(i.height for i in images)), "white")
     top = 0
@@ -123,7 +125,7 @@ def _frame(pngs: list[bytes]) -> bytes:
         top += image.height
     canvas = canvas.resize((max(1, round(canvas.width * SCALE)), max(1, round(canvas.height * SCALE))), Image.LANCZOS)
     buffer = io.BytesIO()
-    canvas.save(buffer, format="webp", quality=WEBP_QUALITY, method=4)
+    canvas.save(buffer, format="webp", quality=WEBP_QUALITY, method=WEBP_METHOD)
     return buffer.getvalue()
 
 
@@ -143,12 +145,13 @@ def _selector(control, name: str, options: list[tuple[str, object]]) -> widgets.
 
 
 def frames_panel(
-    render: Callable[..., list[bytes]], controls: Mapping[str, widgets.ValueWidget], title: str = "a figure"
+    render: Callable[..., list[np.ndarray]], controls: Mapping[str, widgets.ValueWidget], title: str = "a figure"
 ) -> widgets.VBox:
     """The static version of a slider panel: ``render(**values)`` drawn for every point of :func:`grid`.
 
     Args:
-        render: returns the PNG images of the panel's figure for the given control values.
+        render: returns the pictures of the panel's figure(s) for the given control values, as RGBA pixels
+            (height, width, 4): the panel's own drawing, with no PNG encoded and decoded on the way.
         controls: the live panel's controls (name -> widget); their descriptions and defaults are kept.
         title: what the figure shows (``describe_figure``): the page gives it to the frames as their alt text.
 
@@ -169,10 +172,10 @@ def frames_panel(
             if depth + 1 < len(names):
                 children.append(build(depth + 1, point))
                 continue
-            png = _frame(render(**{n: v for n, (_, _, v) in zip(names, point, strict=True)}))
-            digest = hashlib.sha256(png).hexdigest()[:16]
+            webp = _frame(render(**{n: v for n, (_, _, v) in zip(names, point, strict=True)}))
+            digest = hashlib.sha256(webp).hexdigest()[:16]
             where = "-".join(str(k) for k, _, _ in point)
-            image = widgets.Image(value=png, format="webp")
+            image = widgets.Image(value=webp, format="webp")
             for name in ("attn-frame", f"attn-frame-{where}", f"attn-sha-{digest}"):
                 image.add_class(name)
             children.append(image)

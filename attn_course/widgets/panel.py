@@ -121,27 +121,31 @@ def slider_panel(
     live = {}  # "figure": the figure that later changes update in place, when plot_fn's figures can
     ahead = {}  # combination of control values (in the order of controls) -> its PNG images, drawn in advance
 
-    def render(**changes) -> list[bytes]:
+    def draw(**changes) -> list[np.ndarray]:  # the pictures (RGBA pixels) for the controls' values with changes
         values = {name: control.value for name, control in controls.items()} | changes
-        pngs = ahead.get(_combination_key(controls, values)) if ahead else None
-        if pngs is not None:
-            return list(pngs)
         with _DRAW_LOCK, _quietly(), plt.rc_context(TITLES_AT_TOP):
             if "figure" in live and live["figure"].slider_update(**fixed, **values):
                 del live["figure"]  # the update cannot show these values on this layout: a new figure
             if "figure" not in live:
                 figures = _new_figures(plot_fn, fixed | values)
                 if not _updatable(figures):
-                    return [_png(fig) for fig in figures]
+                    return [_pixels(fig) for fig in figures]
                 live["figure"] = figures[0]  # closed in pyplot (no cell's plt.show() shows it), drawn by its canvas
             fig = live["figure"]
-            png = _png(fig)  # a figure's first draw: its layout engine places the axes ...
+            picture = _pixels(fig)  # a figure's first draw: its layout engine places the axes ...
             if live.get("frozen") is not fig:
                 live["frozen"] = fig
                 fig.set_layout_engine("none")  # ... and they stay there, and so do the axis labels beside their
                 for axis in (axis for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)):  # unchanged tick labels
                     axis.set_label_coords(*axis.label.get_position(), transform=axis.label.get_transform())
-            return [png]
+            return [picture]
+
+    def render(**changes) -> list[bytes]:
+        values = {name: control.value for name, control in controls.items()} | changes
+        pngs = ahead.get(_combination_key(controls, values)) if ahead else None
+        if pngs is not None:
+            return list(pngs)
+        return [_png(picture) for picture in draw(**changes)]
 
     # Draw the defaults once outside the widget: an exception raised inside the widget's output area is shown
     # there but swallowed, so a broken panel would otherwise pass a notebook test run.
@@ -157,7 +161,7 @@ def slider_panel(
                 display(IPythonImage(data=png, format="png"))
 
     if frames.wanted():  # building the static site: every figure drawn now, switched in the browser
-        return frames.frames_panel(render, controls, title=title)
+        return frames.frames_panel(draw, controls, title=title)
     for values in _few_combinations(controls):  # see the module's docstring
         try:
             pngs = render(**values)
@@ -188,12 +192,16 @@ def _updatable(figures: list[Figure]) -> bool:  # one figure that takes new valu
     return len(figures) == 1 and callable(getattr(figures[0], "slider_update", None))
 
 
-def _png(fig: Figure) -> bytes:
-    """The figure drawn once by Agg, as PNG bytes: rows unfiltered, deflated fast by zlib (Pillow filters every row
-    first, which takes four times as long for the same size; the picture goes to the browser at once)."""
+def _pixels(fig: Figure) -> np.ndarray:
+    """The figure drawn once by Agg: a copy of its RGBA pixels, (height, width, 4)."""
     canvas = fig.canvas if type(fig.canvas) is FigureCanvasAgg else FigureCanvasAgg(fig)
     canvas.draw()
-    rgba = np.asarray(canvas.buffer_rgba())  # (height, width, 4)
+    return np.array(canvas.buffer_rgba())  # a copy: the canvas's buffer is drawn over at the next change
+
+
+def _png(rgba: np.ndarray) -> bytes:
+    """RGBA pixels as PNG bytes: rows unfiltered, deflated fast by zlib (Pillow filters every row first, which takes
+    four times as long for the same size; the picture goes to the browser at once)."""
     rows = np.pad(rgba.reshape(rgba.shape[0], -1), ((0, 0), (1, 0)))  # each row: filter type 0, then its pixels
     header = struct.pack(">IIBBBBB", rgba.shape[1], rgba.shape[0], 8, 6, 0, 0, 0)  # 8 bits per channel, RGBA
     parts = [(b"IHDR", header), (b"IDAT", zlib.compress(rows.tobytes(), 1)), (b"IEND", b"")]
