@@ -7,11 +7,11 @@ its own secure defaults), in one browser tab that each notebook opens in and clo
 run every cell of every notebook; what JupyterLab adds is the widgets. So each notebook is served with the code cells
 its slider panels need (``panel_cells``: the cells that make a panel, and those that bind or change what they read,
 found by reading the code), and the test runs them all in the ``attn-course`` kernel and asserts that none shows an
-error. Notebooks that train a model run here with fewer epochs or steps (``QUICK``, injected by papermill as a
-student's own values would be): the same code paths and widgets in a fraction of the time. Then, in every slider
-panel, it moves each control once (a key press on a slider, another option in a dropdown, a click on a checkbox...)
-and asserts that the panel's figure is redrawn with different image data and that no error appears. A screenshot of
-each notebook goes to ``build/screenshots/lab/``, the server's log to ``build/lab-server-<worker>.log``.
+error. Notebooks that train a model run here with fewer epochs or steps, on fewer examples (``QUICK``, injected by
+papermill as a student's own values would be): the same code paths and widgets in a fraction of the time. Then, in
+every slider panel, it moves each control once (a key press on a slider, another option in a dropdown, a click on a
+checkbox...) and asserts that the panel's figure is redrawn with different image data and that no error appears. A
+screenshot of each notebook goes to ``build/screenshots/lab/``, the server's log to ``build/lab-server-<worker>.log``.
 
 Run it alone with ``.venv/bin/pytest -p no:xdist tests/browser/test_lab.py``.
 """
@@ -53,8 +53,8 @@ KERNEL = "attn-course"
 
 # Parameters that make a notebook's training short: the notebook's own parameter names (a test checks them).
 QUICK = {
-    "07_attention_in_seq2seq.ipynb": {"EPOCHS": 2},
-    "08_tiny_transformer.ipynb": {"EPOCHS": 2},
+    "07_attention_in_seq2seq.ipynb": {"EPOCHS": 2, "NUM_TRAIN": 600},
+    "08_tiny_transformer.ipynb": {"EPOCHS": 2, "NUM_TRAIN": 600},
     "09_decoder_only_model.ipynb": {"STEPS": 40},
 }
 
