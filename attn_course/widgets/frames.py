@@ -116,7 +116,7 @@ def grid(controls: Mapping[str, widgets.ValueWidget], budget: int = MAX_FRAMES) 
 
 def _frame(pictures: list[np.ndarray]) -> bytes:
     """One WebP image of the panel's figure(s) (RGBA pixels, opaque), stacked vertically, at SCALE."""
-    images = [Image.fromarray(rgba, "RGBA").convert("RGB") for rgba in pictures]
+    images = [Image.fromarray(rgba).convert("RGB") for rgba in pictures]  # (height, width, 4) uint8: RGBA
     width = max(i.width for i in images)
     canvas = Image.new("RGB", (width, sum(i.height for i in images)), "white")
     top = 0
