@@ -202,3 +202,18 @@ def test_the_oldest_environment_leaves_out_only_what_the_unit_tests_never_import
     used = {canonicalize_name(dist) for module in imported for dist in provider.get(module, [])}
     assert "pyyaml" in used and "torch" in used, "the imports were not mapped to their distributions"
     assert not left_out & used, f"the unit tests or attn_course import {sorted(left_out & used)}"
+
+
+def test_jsonschema_checks_iris_with_rfc3987_and_never_builds_rfc3987_syntax_parsers():
+    """nbformat imports jsonschema in every process that reads a notebook (each pytest process, through nbval's
+    plugin; papermill, JupyterLab, Sphinx). With rfc3987 installed (requirements.txt) jsonschema checks the "iri"
+    format with it and never imports rfc3987-syntax, whose 38 parsers took 2 s to build at every import. The format
+    is still checked: a relative reference is no IRI, an absolute one with non-ASCII characters is."""
+    import sys
+
+    import jsonschema
+
+    assert "rfc3987" in sys.modules and "rfc3987_syntax" not in sys.modules
+    checker = jsonschema.FormatChecker()
+    assert checker.conforms("https://例え.jp/ü?q=1", "iri")
+    assert not checker.conforms("no scheme here", "iri")
