@@ -8,6 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+pytestmark = pytest.mark.tools  # the course's files and tools, no runtime dependency: not in make test-oldest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 

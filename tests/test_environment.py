@@ -9,6 +9,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+pytestmark = pytest.mark.tools  # the course's files and tools, no runtime dependency: not in make test-oldest
 ROOT = Path(__file__).resolve().parents[1]
 CONDA_TO_PIP = {"pytorch": "torch"}  # conda-forge names that differ from PyPI
 CONDA_ONLY = {"python", "pip"}
@@ -217,3 +218,32 @@ def test_jsonschema_checks_iris_with_rfc3987_and_never_builds_rfc3987_syntax_par
     checker = jsonschema.FormatChecker()
     assert checker.conforms("https://例え.jp/ü?q=1", "iri")
     assert not checker.conforms("no scheme here", "iri")
+
+
+def _runtime_modules() -> set[str]:
+    """attn_course and the top-level modules of its runtime dependencies in pyproject.toml (PIL for pillow...)."""
+    from importlib.metadata import packages_distributions
+
+    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    runtime = {canonicalize_name(Requirement(d).name) for d in dependencies}
+    provided = packages_distributions()
+    return {"attn_course"} | {m for m, dists in provided.items() if {canonicalize_name(d) for d in dists} & runtime}
+
+
+def test_the_tools_mark_is_on_exactly_the_test_files_that_import_no_runtime_dependency():
+    """`make test-oldest` leaves out the files marked ``tools``. A mark on a file that imports attn_course, a runtime
+    dependency or a test helper (which may import them) would hide it from the test at the lower bounds; a file that
+    imports none of them and is not marked would run twice for nothing (and `make student` runs .venv's nbconvert,
+    which CI's first step may still be installing while the oldest test runs)."""
+    runtime = _runtime_modules()
+    assert {"torch", "numpy", "matplotlib", "PIL", "IPython"} <= runtime
+    local = {path.stem for path in (ROOT / "tests").glob("*.py")}
+    wrong = []
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        needs = sorted(_top_level_imports(path) & (runtime | local))
+        marked = "\npytestmark = pytest.mark.tools" in path.read_text(encoding="utf-8")
+        if marked and needs:
+            wrong.append(f"{path.name} is marked tools but imports {needs}")
+        if not marked and not needs:
+            wrong.append(f"{path.name} imports no runtime dependency and is not marked tools")
+    assert not wrong, "\n".join(wrong)
