@@ -209,7 +209,7 @@ def test_jsonschema_checks_iris_with_rfc3987_and_never_builds_rfc3987_syntax_par
     """nbformat imports jsonschema in every process that reads a notebook (each pytest process, through nbval's
     plugin; papermill, JupyterLab, Sphinx). With rfc3987 installed (requirements.txt) jsonschema checks the "iri"
     format with it and never imports rfc3987-syntax, whose 38 parsers took 2 s to build at every import. The format
-    is still checked: a relative reference is no IRI, an absolute one with non-ASCII characters is."""
+    is still checked: a text without a scheme is no IRI, an absolute one with non-ASCII characters is."""
     import sys
 
     import jsonschema
