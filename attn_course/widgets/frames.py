@@ -145,12 +145,12 @@ def _selector(control, name: str, options: list[tuple[str, object]]) -> widgets.
 
 
 def frames_panel(
-    render: Callable[..., list[np.ndarray]], controls: Mapping[str, widgets.ValueWidget], title: str = "a figure"
+    draw: Callable[..., list[np.ndarray]], controls: Mapping[str, widgets.ValueWidget], title: str = "a figure"
 ) -> widgets.VBox:
-    """The static version of a slider panel: ``render(**values)`` drawn for every point of :func:`grid`.
+    """The static version of a slider panel: ``draw(**values)`` drawn for every point of :func:`grid`.
 
     Args:
-        render: returns the pictures of the panel's figure(s) for the given control values, as RGBA pixels
+        draw: returns the pictures of the panel's figure(s) for the given control values, as RGBA pixels
             (height, width, 4): the panel's own drawing, with no PNG encoded and decoded on the way.
         controls: the live panel's controls (name -> widget); their descriptions and defaults are kept.
         title: what the figure shows (``describe_figure``): the page gives it to the frames as their alt text.
@@ -159,7 +159,7 @@ def frames_panel(
         A ``VBox`` of the selectors, the nested stacks of frames, and a note on the values offered.
     """
     names = list(controls)
-    first = _frame(render())
+    first = _frame(draw())
     budget = max(2, min(MAX_FRAMES, MAX_BYTES // max(1, len(first))))
     values = grid(controls, budget)
     selectors = [_selector(controls[n], n, values[n]) for n in names]
@@ -172,7 +172,7 @@ def frames_panel(
             if depth + 1 < len(names):
                 children.append(build(depth + 1, point))
                 continue
-            webp = _frame(render(**{n: v for n, (_, _, v) in zip(names, point, strict=True)}))
+            webp = _frame(draw(**{n: v for n, (_, _, v) in zip(names, point, strict=True)}))
             digest = hashlib.sha256(webp).hexdigest()[:16]
             where = "-".join(str(k) for k, _, _ in point)
             image = widgets.Image(value=webp, format="webp")
