@@ -1,6 +1,7 @@
 """make student: the notebooks as a class hands them out, every cell tagged ``solution`` removed and nothing else."""
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -19,15 +20,18 @@ def is_solution(cell):
 
 def make_student(root: Path, out: Path) -> None:
     """Run the Makefile's own target (the command a teacher types) with its output in ``out``; the course is set up
-    already (``-o setup``: make does not redo it)."""
+    already (``-o setup``: make does not redo it). Typed in a shell, not inside a make run: where make runs these tests
+    (``make -j3`` in CI), its MAKEFLAGS name a jobserver this process does not pass on, and make would warn."""
+    shell = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     result = subprocess.run(
         ["make", "--no-print-directory", "-s", "-o", "setup", "student", f"STUDENT={out}"],
         cwd=root,
         capture_output=True,
         text=True,
         timeout=300,
+        env=shell,
     )
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.returncode == 0 and not result.stderr, result.stdout + result.stderr
 
 
 @pytest.fixture(scope="module")
@@ -72,6 +76,8 @@ def test_solutions_of_code_and_markdown_cells_are_removed(tmp_path):
         {"cell_type": "markdown", "metadata": {"tags": ["solution"]}, "source": "Because x is 1."},
         {"cell_type": "markdown", "metadata": {"tags": ["nav"]}, "source": "links"},
     ]
+    for number, cell in enumerate(cells):  # nbformat 4.5 cells carry an id (nbformat warns of a cell without one)
+        cell["id"] = f"cell-{number}"
     notebook = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     (tmp_path / "notebooks" / "01_tiny.ipynb").write_text(json.dumps(notebook))
     make_student(tmp_path, tmp_path / "handout")
