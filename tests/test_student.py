@@ -21,8 +21,8 @@ def is_solution(cell):
 def make_student(root: Path, out: Path) -> None:
     """Run the Makefile's own target (the command a teacher types) with its output in ``out``; the course is set up
     already (``-o setup``: make does not redo it). Typed in a shell, not inside a make run: where a parallel make runs
-    these tests (``make -j2 test html``), its MAKEFLAGS name a jobserver this process does not pass on, and make would
-    warn."""
+    these tests (as ``make -j2 test html`` would), its MAKEFLAGS name a jobserver this process does not pass on, and
+    make warns."""
     shell = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     result = subprocess.run(
         ["make", "--no-print-directory", "-s", "-o", "setup", "student", f"STUDENT={out}"],
