@@ -19,11 +19,13 @@ PYTEST_WORKERS ?= 2
 OLDEST := .venv-oldest
 OLDEST_STAMP := $(OLDEST)/.setup-done
 
-# The same numbers on every x86-64 machine: MKL (PyTorch's matrix products) and PyTorch's own CPU kernels both take
-# their AVX2 code path, whatever the processor offers. Without this a machine with AVX-512, or another MKL code
-# path, rounds differently, and a model trained for 10 epochs ends elsewhere: the stored outputs of notebooks 07
-# and 08 no longer match. Exported to everything make runs (pytest, nbval's kernels, the tools), and written into
-# the course kernel's kernel.json, so JupyterLab and papermill start kernels with it too.
+# The same numbers on Intel x86-64 machines of any generation: MKL (PyTorch's matrix products) and PyTorch's own CPU
+# kernels both take their AVX2 code path, whatever the processor offers. Without this a machine with AVX-512, or
+# another MKL code path, rounds differently, and a model trained for several epochs ends elsewhere: the stored outputs
+# of notebooks 07, 08, 09 and 11 no longer match. MKL honours a branch other than AUTO or COMPATIBLE on Intel
+# processors only, so an AMD processor trains those notebooks to other last digits (README, "For course developers").
+# Exported to everything make runs (pytest, nbval's kernels, the tools), and written into the course kernel's
+# kernel.json, so JupyterLab and papermill start kernels with it too.
 export MKL_CBWR := AVX2
 export ATEN_CPU_CAPABILITY := avx2
 
