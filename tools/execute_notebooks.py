@@ -5,9 +5,9 @@
     make execute NOTEBOOKS="notebooks/07_*.ipynb"
 
 The same as JupyterLab's "Restart Kernel and Run All Cells" followed by a save with the widget state: each
-notebook runs in the course kernel (``attn-course``, with the reproducibility settings of its kernel.json) from
-``notebooks/``, one after the other, over Unix sockets (``ipc_kernels``). A notebook whose cell raises is left
-as it was, and the command exits non-zero.
+notebook runs in the course kernel (``attn-course``) from ``notebooks/``, one after the other, over Unix sockets
+(``ipc_kernels``). A notebook whose cell raises (a claim about a trained result that fails, for one) is left as it
+was, and the command exits non-zero.
 """
 
 from __future__ import annotations
