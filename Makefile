@@ -61,7 +61,8 @@ unit: setup
 	$(BIN)/pytest -n $(PYTEST_WORKERS) tests --ignore=tests/browser
 
 # Strict nbval: every code cell's output is compared with the stored one, except in cells tagged
-# nbval-ignore-output (sliders, timings), which still run. nbval.cfg rewrites what may differ.
+# nbval-ignore-output (sliders, timings, trained numbers, whose claims the cells assert), which still run. nbval.cfg
+# rewrites what may differ.
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with nbval.cfg
 nbval: setup
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile $(NBVAL) notebooks

@@ -1,6 +1,6 @@
 """A model that never learns fails the notebook: nbval compares no trained number, so the claims must catch it.
 
-``tools/zero_grad.py`` runs whole notebooks under nbval this way (all of 07, 08, 09 and 11: README, "For course
+``tools/zero_grad.py`` runs whole notebooks under nbval this way (01, 07, 08, 09 and 11: README, "For course
 developers"); this test runs notebook 07 until its first failing cell, every optimiser step given zero gradients.
 """
 

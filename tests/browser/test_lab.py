@@ -632,8 +632,8 @@ def _cell_names(source: str) -> dict[str, set[str]] | None:
 
 
 def without_claims(source: str) -> str:
-    """``source`` without its ``checks.claim(...)`` statements (each the whole of its lines; a claim that stands alone
-    in a block gives way to ``pass``). A QUICK run trains too briefly for a notebook's claims about training."""
+    """``source`` with each ``checks.claim(...)`` statement (the whole of its lines) replaced by ``pass`` at its
+    indentation, so every block stays valid. A QUICK run trains too briefly for a notebook's claims about training."""
     lines = source.splitlines(keepends=True)
     for node in sorted(ast.walk(ast.parse(source)), key=lambda n: -getattr(n, "lineno", 0)):
         call = node.value if isinstance(node, ast.Expr) else None
