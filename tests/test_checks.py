@@ -6,6 +6,7 @@ import pkgutil
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from _check_helpers import assert_correct, assert_hint
@@ -91,7 +92,9 @@ def test_a_guarded_check_keeps_its_name_and_docstring():
 
 def test_number_answer_passes_a_float_and_turns_the_rest_into_hints():
     assert_correct(_twice(torch.tensor(2)))
-    assert repr(_twice("2")) == "Correct: got 2.0"
+    assert repr(_twice(np.float32(2))) == "Correct: got 2.0"  # NumPy scalars and 0-d tensors are numbers
+    assert_hint(_twice("2"), "expected one number (a number), got the str '2': write the number itself.")  # not one
+    assert_hint(_twice(True), "got the bool True")
     assert_hint(_twice(None), "replace None with a number.")
     assert_hint(_twice([1, 2]), "expected one number (a number), got list.")
 

@@ -49,7 +49,8 @@ def test_check_split_shape_right_answer(answer):
         pytest.param("8, 5, 2", ["expected a shape", "str"], id="str"),
         pytest.param("852", ["expected a shape", "str"], id="digits"),
         pytest.param(8, ["expected a shape", "int"], id="int"),
-        pytest.param((8.0, 5.0, 2.0), ["whole numbers", "tuple"], id="floats"),
+        pytest.param((8.0, 5.0, 2.0), ["whole numbers", "got float in (8.0, 5.0, 2.0)"], id="floats"),
+        pytest.param((8, 5, 2.0), ["whole numbers", "got float in (8, 5, 2.0)"], id="one-float"),
         pytest.param(torch.tensor([8.0, 5.0, 2.0]), ["whole numbers", "Tensor"], id="float-tensor"),
         pytest.param(torch.tensor(8), ["expected a shape", "Tensor"], id="0-d-tensor"),
         pytest.param(

@@ -50,13 +50,30 @@ def _close(a: torch.Tensor, b: torch.Tensor, tol: float = 1e-4) -> bool:
 
 
 def _number(answer, what: str) -> float | Feedback:
-    """The answer as a float, or a hint when it is missing or not one number."""
+    """The answer as a float, or a hint when it is missing or not one number (a string or a bool is not one, even
+    where Python's ``float`` would take it)."""
     if answer is None:
         return _hint(f"replace None with {what}.")
+    if isinstance(answer, (str, bytes, bool)):
+        kind = type(answer).__name__
+        return _hint(f"expected one number ({what}), got the {kind} {answer!r}: write the number itself.")
     try:
         return float(answer.detach() if isinstance(answer, torch.Tensor) else answer)
     except (TypeError, ValueError, RuntimeError):
         return _hint(f"expected one number ({what}), got {type(answer).__name__}.")
+
+
+def _own_random_state(check: Callable) -> Callable:
+    """Decorate a check that builds ``torch.nn`` layers for its reference (their initial weights draw from torch's
+    global generator): the global generator is left as the check found it, so a learner's later random numbers do not
+    depend on whether the check cell ran."""
+
+    @functools.wraps(check)
+    def checked(*args, **kwargs):
+        with torch.random.fork_rng(devices=[]):
+            return check(*args, **kwargs)
+
+    return checked
 
 
 def _function_problem(fn, missing: str, expected: str) -> Feedback | None:

@@ -19,6 +19,7 @@ from ._feedback import (
     _not_finite,
     _number_answer,
     _ok,
+    _own_random_state,
     _rounded,
     _tensor_problem,
 )
@@ -193,6 +194,7 @@ def _additive_cases():
 
 
 @_function_answer("your function of (queries, keys, w_q, w_k, w_v)", "a function of (queries, keys, w_q, w_k, w_v)")
+@_own_random_state
 def check_additive_scores_fn(fn) -> Feedback:
     """Build it: ``fn(queries (B, Q, Dq), keys (B, K, Dk), w_q (U, Dq), w_k (U, Dk), w_v (U,)) -> (B, Q, K)``
     additive scores ``w_v . tanh(W_q q + W_k k)``, compared with the same MLP written with ``torch.nn`` on

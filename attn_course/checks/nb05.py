@@ -147,7 +147,7 @@ def check_masked_attention(attention) -> Feedback:
             return _hint(
                 f"{problem.message} Scores are queries @ keys.transpose(-2, -1), shape (B, Q, K) = {tuple(mask.shape)}."
             )
-        if isinstance(out, tuple):  # (output, weights) is fine too
+        if isinstance(out, tuple) and len(out) == 2:  # (output, weights) is fine too
             out = out[0]
         want_shape = (*q.shape[:2], v.shape[-1])
         problem = _tensor_problem(out, want_shape, "the output (B, Q, V)")

@@ -19,6 +19,7 @@ from ._feedback import (
     _not_finite,
     _number_answer,
     _ok,
+    _own_random_state,
     _tensor_problem,
 )
 from .nb06_positions import check_positional_encoding, check_rotation
@@ -38,11 +39,16 @@ def check_split_shape(shape) -> Feedback:
     if shape is None:
         return _hint("replace None with the shape, e.g. (1, 2, 3).")
     try:
-        if isinstance(shape, str):
-            raise TypeError
-        got = tuple(operator.index(s) for s in shape)
-    except TypeError:
+        items = None if isinstance(shape, str) else list(shape)
+    except TypeError:  # a number, or a 0-d tensor
+        items = None
+    if items is None:
         return _hint(f"expected a shape such as (1, 2, 3): whole numbers in a tuple, got {type(shape).__name__}.")
+    try:
+        got = tuple(operator.index(s) for s in items)
+    except TypeError:
+        kinds = " and ".join(sorted({type(s).__name__ for s in items if not isinstance(s, int)}))
+        return _hint(f"a shape holds whole numbers (ints), got {kinds} in {tuple(items)!r}.")
     if got == (8, 5, 2):
         return _ok("B * H = 2 * 4 = 8 sequences of 5 positions, each head of size 8 / 4 = 2.")
     if got == (2, 4, 5, 2):
@@ -197,6 +203,7 @@ _MULTI_HEAD_MISTAKES = [
 @_function_answer(
     "your function multi_head(queries, keys_values, W_q, W_k, W_v, W_o, num_heads)", "a function multi_head(...)"
 )
+@_own_random_state
 def check_multi_head(multi_head) -> Feedback:
     """Build it: ``multi_head(queries (B, Q, D), keys_values (B, K, D), W_q, W_k, W_v, W_o, num_heads)`` -> (B, Q, D).
 
