@@ -84,6 +84,15 @@ def _step_stacking(q, k, v, cache):
     return torch.softmax(q @ keys.transpose(-2, -1) / math.sqrt(q.shape[-1]), -1) @ values, (keys, values)
 
 
+def _append(cache, k, v):  # a learner's helper that forgets to return what it built
+    keys = k if cache is None else torch.cat([cache[0], k], dim=2)  # noqa: F841
+
+
+def _step_with_a_helper_returning_none(q, k, v, cache):
+    keys, values = _append(cache, k, v)
+    return _decode_step(q, keys, values, None)
+
+
 def test_check_decode_step_right_answer():
     assert_correct(check_decode_step(_decode_step), "full causal attention")
     assert_correct(check_decode_step(lambda q, k, v, c: _decode_step(q.float(), k.float(), v.float(), c)))
@@ -100,7 +109,8 @@ def test_check_decode_step_right_answer():
         (lambda q, k, v, c: _decode_step(q, k, v, c, softmax_dim=-2), ["over the keys"]),
         (lambda q, k, v, c: (_decode_step(q, k, v, c)[0] + 1, _decode_step(q, k, v, c)[1]), ["differs from full"]),
         (lambda q, k, v, c: (_decode_step(q, k, v, c)[0] * math.nan, _decode_step(q, k, v, c)[1]), ["NaN"]),
-        (lambda q, k, v, c: _decode_step(q, k, v, c)[0], ["return two things"]),
+        (lambda q, k, v, c: _decode_step(q, k, v, c)[0], ["return two things", "got a tensor of shape"]),
+        (_step_with_a_helper_returning_none, ["used a None where a tuple", "If the None comes from a helper of yours"]),
         (lambda q, k, v, c: (_decode_step(q, k, v, c)[0], None), ["tuple (keys, values)"]),
         (lambda q, k, v, c: (_decode_step(q, k, v, c)[0][:, :, 0], _decode_step(q, k, v, c)[1]), ["out should have"]),
         (_step_in_place, ["in place", "q"]),

@@ -98,7 +98,10 @@ def _bad_step(kind):
         pytest.param(_bad_step("inverted"), ["inverted"], id="inverted"),
         pytest.param(_bad_step("no-max-subtracted"), ["subtract new_max before exp", "overflows"], id="overflow"),
         pytest.param(_bad_step("block-max-only"), ["new_max is off", "larger of running_max"], id="block-max"),
-        pytest.param(_bad_step("one-tensor"), ["return two tensors"], id="one"),
+        pytest.param(_bad_step("one-tensor"), ["return two tensors", "got a tensor of shape"], id="one"),
+        pytest.param(
+            lambda m, s, b: (m, s, b), ["return two tensors", "got a tuple of 3 (Tensor, Tensor, Tensor)"], id="three"
+        ),
         pytest.param(_bad_step("placeholders"), ["replace the None placeholders"], id="none-pair"),
         pytest.param(_bad_step("keepdim"), ["shape (5,)", "dim=-1"], id="keepdim"),
         pytest.param(_bad_step("raise"), ["raised RuntimeError", "boom"], id="raise"),
@@ -110,6 +113,17 @@ def _bad_step(kind):
 )
 def test_check_online_step_hints(answer, words):
     assert_hint(checks.check_online_step(answer), *words)
+
+
+def test_check_online_step_takes_the_two_tensors_in_a_list_too():
+    """A list [new_max, new_sum] holds the right answer: its fault is not that it "does not return two tensors"."""
+
+    def step(running_max, running_sum, block):
+        new_max = torch.maximum(running_max, block.amax(-1))
+        rescale = torch.exp(running_max - new_max).nan_to_num(0.0)
+        return [new_max, running_sum * rescale + torch.exp(block - new_max[:, None]).sum(-1)]
+
+    assert_correct(checks.check_online_step(step))
 
 
 def _tile_update(running_max, running_sum, acc, scores, values):

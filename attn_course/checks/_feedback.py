@@ -63,6 +63,19 @@ def _number(answer, what: str) -> float | Feedback:
         return _hint(f"expected one number ({what}), got {type(answer).__name__}.")
 
 
+def _described(value) -> str:
+    """What came, in a few words, for a hint: "None", "a list of 2 (Tensor, Tensor)", "a tensor of shape (3,)"."""
+    if value is None:
+        return "None"
+    if isinstance(value, (tuple, list)):
+        kinds = ", ".join(type(item).__name__ for item in value[:4]) + (", ..." if len(value) > 4 else "")
+        return f"a {type(value).__name__} of {len(value)}" + (f" ({kinds})" if value else "")
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {tuple(value.shape)}"
+    shape = getattr(value, "shape", None)
+    return f"a {type(value).__name__}" + (f" of shape {tuple(shape)}" if shape is not None else "")
+
+
 def _own_random_state(check: Callable) -> Callable:
     """Decorate a check that builds ``torch.nn`` layers for its reference (their initial weights draw from torch's
     global generator): the global generator is left as the check found it, so a learner's later random numbers do not

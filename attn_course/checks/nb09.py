@@ -11,6 +11,7 @@ from ._feedback import (
     Feedback,
     _call_on_copies,
     _close,
+    _described,
     _function_answer,
     _hint,
     _not_finite,
@@ -115,10 +116,12 @@ def check_decode_step(fn) -> Feedback:
             if problem is not None:
                 if "in place" in problem.message:
                     return problem
-                if t == 0 and "NoneType" in problem.message:  # the cache None used as a tuple or a tensor
+                if t == 0 and "NoneType" in problem.message:  # a None used as a tuple or a tensor: the cache's?
+                    detail = problem.message.split(": ", 1)[-1].rstrip(".")  # "cannot unpack non-iterable NoneType"
                     return _hint(
-                        "the first call gets cache None (nothing is cached yet): start the cache from the new k and "
-                        f"v alone, and attend to them ({problem.message.rstrip('.')})."
+                        f"your function used a None where a tuple or a tensor was needed ({detail}). The first call "
+                        "gets cache None (nothing is cached yet): start the cache from the new k and v alone. If the "
+                        "None comes from a helper of yours, make the helper return its result."
                     )
                 cached = f"with {t} position{'s' if t != 1 else ''} cached"
                 if t > 0 and "size" in problem.message:  # tensors of mismatched shapes
@@ -128,7 +131,7 @@ def check_decode_step(fn) -> Feedback:
                     )
                 return _hint(f"at step {t}, {cached}, {problem.message}")
             if not (isinstance(result, tuple) and len(result) == 2):
-                return _hint(f"return two things, (out, cache), got {type(result).__name__}.")
+                return _hint(f"return two things, (out, cache), got {_described(result)}.")
             out, cache = result
             if not (isinstance(cache, tuple) and len(cache) == 2 and all(isinstance(c, torch.Tensor) for c in cache)):
                 return _hint("return the cache as a tuple (keys, values) of two tensors, for the next call.")

@@ -9,6 +9,7 @@ import torch
 from ._feedback import (
     Feedback,
     _call_on_copies,
+    _described,
     _first_hint,
     _function_answer,
     _hint,
@@ -108,10 +109,12 @@ def check_online_step(step) -> Feedback:
         )
         if problem is not None:
             return _with_case(problem, what)
-        if isinstance(result, tuple) and any(t is None for t in result):
+        if isinstance(result, (tuple, list)) and any(t is None for t in result):
             return _hint("replace the None placeholders: new_max and new_sum must be tensors of shape (R,).")
-        if not (isinstance(result, tuple) and len(result) == 2 and all(isinstance(t, torch.Tensor) for t in result)):
-            return _hint("return two tensors: (new_max, new_sum), each of shape (R,).")
+        if not (
+            isinstance(result, (tuple, list)) and len(result) == 2 and all(isinstance(t, torch.Tensor) for t in result)
+        ):
+            return _hint(f"return two tensors: (new_max, new_sum), each of shape (R,); got {_described(result)}.")
         new_max, new_sum = (t.detach() for t in result)
         rows = (running_max.shape[0],)
         if tuple(new_max.shape) != rows or tuple(new_sum.shape) != rows:
