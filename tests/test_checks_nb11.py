@@ -3,6 +3,7 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from _check_helpers import assert_correct, assert_hint
@@ -285,6 +286,9 @@ def test_check_yarn_kept_right_answer(answer):
         ([0, 40], ["indices 0 to 31"]),
         ([], ["keeps some pairs"]),
         ([3, 4], ["count the turns"]),
+        ([True] * 9 + [False] * 23, ["indices of the kept pairs", "not True / False"]),
+        (np.arange(32) < 9, ["indices of the kept pairs", "not True / False"]),  # a NumPy bool mask
+        (torch.arange(32) < 9, ["indices of the kept pairs", "not True / False"]),
     ],
 )
 def test_check_yarn_kept_hints(answer, words):
@@ -341,6 +345,9 @@ def test_check_yarn_frequencies_names_the_other_conventions(kwargs, words):
 
 def test_check_yarn_frequencies_names_rounded_and_hard_coded_answers():
     assert_hint(check_yarn_frequencies(lambda d, b, s, n: _yarn(d, b, s, n).round(decimals=4)), "rounded to 4")
+    # within 1e-6 everywhere, but the slow pairs' tiny frequencies lose their digits
+    assert_hint(check_yarn_frequencies(lambda d, b, s, n: _yarn(d, b, s, n).round(decimals=6)), "rounded to 6")
+    assert_hint(check_yarn_frequencies(lambda d, b, s, n: _yarn(d, b, s, n).round(decimals=7)), "rounded to 7")
     assert_hint(check_yarn_frequencies(lambda d, b, s, n: _yarn(d, b, s, n).round(decimals=2)), "rounded to 2")
     assert_hint(check_yarn_frequencies(lambda d, b, s, n: _yarn(64, b, s, n)), "from the head_dim argument")
 

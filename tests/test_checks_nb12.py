@@ -157,6 +157,11 @@ def test_check_delta_step_right_answer(fn):
     assert_correct(checks.check_delta_step(fn), "a key written twice")
 
 
+def _normalised_read(S, q, k, v, beta):  # the right update, but the query scaled to length 1 before the read
+    new_state = S + beta * torch.outer(k, v - k @ S)
+    return new_state, (q / q.norm()) @ new_state
+
+
 def _bad_delta(kind):
     def step(S, q, k, v, beta):
         S_new, out = _delta(S, q, k, v, beta)
@@ -222,6 +227,9 @@ def _bad_delta(kind):
         pytest.param(_bad_delta("rounded"), ["close", "rounded to 3 decimals"], id="rounded"),
         pytest.param(_bad_delta("in-place"), ["changed its input S in place"], id="in-place"),
         pytest.param(_bad_delta("one"), ["return two tensors"], id="one"),
+        pytest.param(
+            lambda S, q, k, v, beta: _normalised_read(S, q, k, v, beta), ["o is off", "q @ S_new"], id="unit-query"
+        ),
     ],
 )
 def test_check_delta_step_hints(answer, words):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from ..rotary import alibi_bias, apply_rope, rope_frequencies
@@ -295,7 +296,8 @@ def check_yarn_frequencies(fn) -> Feedback:
                     "equals the start."
                 )
             return _not_finite(got, "your frequencies")
-        if _close(got, want, 1e-6):
+        # relative: the slow pairs' frequencies are tiny (1e-4 and below), so an absolute 1e-6 would pass them rounded
+        if bool(torch.allclose(got, want, rtol=1e-5, atol=1e-12)):
             continue
         if (problem := _rounded(got, want)) is not None:
             return problem
@@ -329,7 +331,7 @@ def check_yarn_kept(answer) -> Feedback:
     if isinstance(answer, (str, bytes)) or not hasattr(answer, "__iter__"):
         return _hint(f"expected a list of pair indices, got {type(answer).__name__}.")
     answer = list(answer)
-    if answer and all(isinstance(j, bool) for j in answer):
+    if answer and all(isinstance(j, (bool, np.bool_)) for j in answer):  # a mask, Python's or NumPy's
         return _hint("give the indices of the kept pairs (for example [0, 1, 2]), not True / False for each pair.")
     try:
         if any(isinstance(j, (str, bytes)) or float(j) != int(j) for j in answer):

@@ -248,7 +248,7 @@ def _reference_delta(S, q, k, v, beta):
 
 
 def _delta_cases() -> list[tuple[str, dict]]:
-    """Hidden cases: unit keys, float64; D, V and beta vary; one rewrites a key already stored."""
+    """Hidden cases: unit keys, queries of other lengths, float64; D, V and beta vary; one rewrites a stored key."""
     gen = torch.Generator().manual_seed(2121)
 
     def unit(size):
@@ -261,7 +261,8 @@ def _delta_cases() -> list[tuple[str, dict]]:
             key = first if i == 0 else unit(size)
             state, _ = _reference_delta(state, key, key, _float64(v, gen=gen), 1.0)
         k = first if repeat else unit(size)
-        return {"S": state, "q": unit(size), "k": k, "v": _float64(v, gen=gen), "beta": beta}
+        query = _float64(size, gen=gen)  # not a unit vector: a read that normalises q must fail
+        return {"S": state, "q": query, "k": k, "v": _float64(v, gen=gen), "beta": beta}
 
     return [
         ("after 3 writes, D = V = 5, beta 0.7", case(5, 5, 0.7, 3)),  # square: S vs S^T gives the right shape
@@ -339,7 +340,8 @@ def check_delta_step(step) -> Feedback:
     """Build it: ``delta_step(S, q, k, v, beta) -> (S_new, o)``, one step of the delta rule.
 
     ``S_new = S + beta k (v - S^T k)^T`` (D, V), ``o = S_new^T q`` (V,). Checked on hidden cases of varied D, V and
-    beta, with unit keys, including a key written before; the learner's function gets copies.
+    beta, with unit keys and queries that are not unit vectors, including a key written before; the learner's function
+    gets copies.
     """
     for what, inputs in _delta_cases():
         want_state, want_out = _reference_delta(*inputs.values())
