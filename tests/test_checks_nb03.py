@@ -162,6 +162,12 @@ def _in_place(q, k):
             id="fixed-d",
         ),
         pytest.param(lambda q, k: _dot_right(q, k) / 0, ["infinity"], id="inf"),
+        pytest.param(  # the first hidden case has D = 6, the second Q = 6: a fixed number, not a count of tokens
+            lambda q, k: q @ k.transpose(1, 2) / math.sqrt(6), ["sqrt(6) again", "D = 11 here"], id="sqrt-6"
+        ),
+        pytest.param(
+            lambda q, k: q @ k.transpose(1, 2) / math.sqrt(k.shape[1]), ["not a number of tokens"], id="tokens"
+        ),
     ],
 )
 def test_check_dot_scores_fn_hints(fn, words):

@@ -122,6 +122,10 @@ CAUSAL_OR_PADDING = [[T, T, T, F_], [T, T, T, F_], [T, T, T, F_], [T, T, T, T]]
         pytest.param(torch.tensor(CAUSAL_OR_PADDING), ["OR lets a query see", "(&)"], id="or"),
         pytest.param(torch.tensor(CAUSAL), ["causal mask alone", "column 3"], id="causal-alone"),
         pytest.param(torch.tensor(PADDING_ALONE), ["padding mask alone", "torch.tril"], id="padding-alone"),
+        pytest.param(torch.tensor(CAUSAL) & torch.tensor(PADDING_ALONE).T, ["column 3", "not row 3"], id="rows"),
+        pytest.param(
+            torch.tensor(PADDING_CAUSAL) & torch.tensor(PADDING_ALONE).T, ["column 3", "not row 3"], id="rows-too"
+        ),
         pytest.param(
             torch.tensor(_flip(PADDING_CAUSAL)), ["combine the causal mask and the padding mask with &"], id="other"
         ),
@@ -153,7 +157,7 @@ def test_check_key_padding_mask_right_answer(mask):
     ("mask", "words"),
     [
         pytest.param(torch.tensor(_flip(KEY_PADDING)), ["polarity", "~"], id="course-polarity"),
-        pytest.param(torch.tensor(KEY_PADDING).int(), ["bool"], id="int"),
+        pytest.param(torch.tensor(KEY_PADDING).int(), ["bool", "key_padding_mask: True = ignore"], id="int"),
         pytest.param(torch.tensor(KEY_PADDING)[:1], ["shape"], id="shape"),
         pytest.param(torch.zeros(2, 5, dtype=torch.bool), ["flip it"], id="other"),
     ],

@@ -124,6 +124,7 @@ def _dot_cases():
 def check_dot_scores_fn(fn) -> Feedback:
     """Build it: ``fn(queries (B, Q, D), keys (B, K, D)) -> (B, Q, K)`` scaled dot-product scores,
     compared with ``queries @ keys^T / sqrt(D)`` on hidden random cases (Q != K, several D)."""
+    earlier = None  # the scale of the cases passed so far: a number written in passes one D and fails the next
     for queries, keys in _dot_cases():
         (b, q, d), k = queries.shape, keys.shape[1]
         raw = torch.matmul(queries, keys.transpose(-2, -1))  # (B, Q, D) x (B, D, K) -> (B, Q, K): the reference first
@@ -142,6 +143,7 @@ def check_dot_scores_fn(fn) -> Feedback:
         if not scores.is_floating_point():
             return _hint(f"scores must be floating point, got {scores.dtype}.")
         if _close(scores, want):
+            earlier = math.sqrt(d)
             continue
         hint = _not_finite(scores, "your scores")
         if hint is not None:
@@ -150,6 +152,11 @@ def check_dot_scores_fn(fn) -> Feedback:
             return _hint("missing the 1/sqrt(D) scale: these are the plain dot products.")
         if _close(scores, raw / d):
             return _hint("divided by D; divide by sqrt(D).")
+        if earlier is not None and _close(scores, raw / earlier):
+            return _hint(
+                f"you divided by {earlier:.4g} = sqrt({round(earlier**2)}) again, but D = {d} here, so the scale is "
+                f"sqrt({d}) = {math.sqrt(d):.4g}: read D from the inputs (queries.shape[-1]) instead of fixing it."
+            )
         if _close(scores, raw / math.sqrt(k)) or _close(scores, raw / math.sqrt(q)):
             return _hint("wrong scale: D is the size of each query and key (the last axis), not a number of tokens.")
         if _close(scores, torch.softmax(want, dim=-1)):

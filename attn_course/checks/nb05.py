@@ -24,16 +24,17 @@ __all__ = [
 ]
 
 
-def _bool_problem(mask, shape: tuple[int, ...], what: str) -> Feedback | None:
+def _bool_problem(mask, shape: tuple[int, ...], what: str, polarity: str) -> Feedback | None:
     problem = _tensor_problem(mask, shape, what)
     if problem is None and mask.dtype != torch.bool:
-        return _hint(f"a mask is a bool tensor (True = may attend), got {mask.dtype}; compare with < or use .bool().")
+        return _hint(f"a mask is a bool tensor ({polarity}), got {mask.dtype}; compare with < or use .bool().")
     return problem
 
 
-def _mask_answer(shape: tuple[int, ...], what: str):
-    """The check runs only on a bool tensor of ``shape``; otherwise the answer gets ``_bool_problem``'s hint."""
-    return _answer_check(lambda mask: _bool_problem(mask, shape, what))
+def _mask_answer(shape: tuple[int, ...], what: str, polarity: str = "True = may attend"):
+    """The check runs only on a bool tensor of ``shape``; otherwise the answer gets ``_bool_problem``'s hint, which
+    names the mask's ``polarity``."""
+    return _answer_check(lambda mask: _bool_problem(mask, shape, what, polarity))
 
 
 @_mask_answer((2, 5), "a (2, 5) bool tensor: one row per sequence, one column per position")
@@ -77,10 +78,15 @@ def check_padding_causal_mask(mask) -> Feedback:
         return _hint("that is the causal mask alone; the padded position (column 3) must be hidden too.")
     if torch.equal(mask, padding):
         return _hint("that is the padding mask alone; also hide the future (torch.tril).")
+    if torch.equal(mask, causal & padding.T) or torch.equal(mask, causal & padding & padding.T):
+        return _hint(
+            "padding hides a key, so it masks column 3 (the padded key) for every query, not row 3: the padding mask "
+            "varies along the last axis, the keys. (A padded query's output is simply not used.)"
+        )
     return _hint("combine the causal mask and the padding mask with &.")
 
 
-@_mask_answer((2, 5), "a (2, 5) bool tensor: one row per sequence")
+@_mask_answer((2, 5), "a (2, 5) bool tensor: one row per sequence", polarity="key_padding_mask: True = ignore")
 def check_key_padding_mask(key_padding_mask) -> Feedback:
     """``nn.MultiheadAttention``'s ``key_padding_mask`` for valid lengths 3 and 5 of 5 positions: True = ignore."""
     may_attend = torch.arange(5) < torch.tensor([[3], [5]])
