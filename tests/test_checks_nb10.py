@@ -257,6 +257,7 @@ def test_check_causal_tiles_right_answer(answer):
         ("many", ["one number"]),
         (64, ["every tile", "skipped"]),
         (28, ["below the diagonal only", "diagonal tiles"]),
+        (28, ["7 blocks per side from floor(1000 / 128)", "ceil(1000 / 128) = 8"]),  # floor's count is the same 28
         (28.0, ["below the diagonal only"]),
         (35, ["ceil(N / b)"]),
     ],
@@ -287,3 +288,17 @@ def test_check_tiled_bytes_right_answer():
 )
 def test_check_tiled_bytes_hints(answer, words):
     assert_hint(checks.check_tiled_bytes(answer), *words)
+
+
+def test_check_tile_update_names_an_unshifted_exp():
+    """exp(scores) with no maximum subtracted equals exp(scores - old maximum) on the first block (-inf taken as 0):
+    the hint names both, never the old maximum alone."""
+
+    def unshifted(running_max, running_sum, acc, scores, values):
+        new_max = torch.maximum(running_max, scores.amax(-1))
+        safe = torch.where(new_max == -math.inf, torch.zeros_like(new_max), new_max)
+        rescale = torch.exp(running_max - safe)
+        fresh = torch.exp(scores - safe[:, None])
+        return new_max, running_sum * rescale + fresh.sum(-1), acc * rescale[:, None] + torch.exp(scores) @ values
+
+    assert_hint(checks.check_tile_update(unshifted), "exp(scores) unshifted", "overflows")

@@ -230,6 +230,14 @@ def _tile_acc_mistakes(running_max, running_sum, acc, scores, values, new_max, n
             "the rescaling is inverted: the old output shrinks by exp(running_max - new_max) <= 1, not "
             "exp(new_max - running_max).",
         ),
+        (  # on the first block (running_max = -inf, taken as 0) exp(scores) and the old maximum agree
+            acc * rescale + torch.exp(scores) @ values,
+            "compute this block's P = exp(scores - new_max), against the new maximum: not exp(scores) unshifted "
+            "(it overflows on large scores), and not against the old maximum."
+            if bool((running_max == _NEG_INF).all())
+            else "subtract the maximum before exp: P = exp(scores - new_max). exp(scores) alone overflows on large "
+            "scores, and acc would not be on the scale of running_sum.",
+        ),
         (
             acc * rescale + torch.exp(scores - old_safe.unsqueeze(-1)) @ values,
             "compute this block's P = exp(scores - new_max) against the new maximum, not the old one.",
@@ -337,10 +345,11 @@ def check_causal_tiles(answer: float) -> Feedback:
         )
     if answer == blocks * blocks:
         return _hint("that is every tile; the tiles wholly above the diagonal hold no allowed pair and are skipped.")
-    if answer == blocks * (blocks - 1) // 2:
+    if answer == blocks * (blocks - 1) // 2:  # 28: also what floor(1000 / 128) = 7 blocks per side would give
         return _hint(
-            "that counts the tiles below the diagonal only, or the skipped ones; the diagonal tiles are "
-            "computed too, with a mask."
+            f"{answer:g} is {blocks} x {blocks - 1} / 2, which comes two ways: the tiles below the diagonal only (or "
+            f"the skipped ones; the diagonal tiles are computed too, with a mask), or {blocks - 1} blocks per side "
+            f"from floor(1000 / 128) (the last, shorter block is still a block: ceil(1000 / 128) = {blocks})."
         )
     if answer == 1000 / 128 * (1000 / 128 + 1) / 2 or answer == (1000 // 128) * (1000 // 128 + 1) // 2:
         return _hint("the last block is shorter (1000 is not a multiple of 128) but still a block: ceil(1000 / 128).")
