@@ -45,3 +45,19 @@ def as_int_float_tensor_numpy(count: int):
     """One count as a Python int and float, a 0-d tensor and a numpy integer: a check of a number takes each."""
     forms = {"int": count, "float": float(count), "tensor": torch.tensor(count), "numpy": np.int64(count)}
     return [pytest.param(answer, id=name) for name, answer in forms.items()]
+
+
+# ----------------------------------------------------------------------------------------------
+# Attack tables: each tests/test_checks_nbNN.py ends with ATTACKS, {check name: [attack(...), ...]}, at least 8
+# plausible wrong answers per check, each with the words its hint must hold to name the real cause.
+# tests/test_check_attacks.py runs every row and counts them.
+# ----------------------------------------------------------------------------------------------
+
+
+def attack(label: str, cause, *answers):
+    """One wrong answer for a check: ``label`` says in a teaching assistant's words what is wrong, ``cause`` is a word
+    (or a tuple of words) the hint must hold to name that fault, ``answers`` are what the check is called with."""
+    words = (cause,) if isinstance(cause, str) else tuple(cause)
+    if not label or not words or not answers:
+        raise ValueError("an attack needs a label, the words of its cause and at least one answer")
+    return label, words, answers

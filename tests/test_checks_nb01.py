@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from _check_helpers import assert_correct, assert_hint, softmax_by_hand
+from _check_helpers import assert_correct, assert_hint, attack, softmax_by_hand
 
 from attn_course import (
     nadaraya_watson,
@@ -305,3 +305,108 @@ def test_check_nw_pooling_hidden_cases_tell_queries_from_keys_and_include_an_emp
     assert any(m is not None and (~m.any(-1)).any() for *_, m in cases)
     assert [c[1] for c in cases][0].dtype == torch.float64
     assert torch.equal(_pooling_cases()[1][1], cases[1][1])  # the same hidden cases every call
+
+
+# ----------------------------------------------------------------------------------------------
+# Attack tables (tests/test_check_attacks.py runs them): plausible wrong answers, each with the words of its cause
+# ----------------------------------------------------------------------------------------------
+
+
+def _nw_fixed_size(q, k, v, h, mask=None):
+    pred, w = _nw_right(q, k, v, h, mask)
+    return pred.reshape(4), w.reshape(4, 7)  # the sizes of the first case, written in
+
+
+def _nw_first_case_always(q, k, v, h, mask=None):
+    from attn_course.checks.nb01 import _pooling_cases
+
+    _, q0, k0, v0, h0, m0 = _pooling_cases()[0]
+    return _nw_right(q0, k0, v0, h0, m0)  # the right answer for one case, whatever the input
+
+
+def _epanechnikov_int(u):
+    return (0.75 * torch.clamp(1 - u**2, min=0)).long()
+
+
+ATTACKS = {
+    "check_nw_weights": [
+        attack("None left in place", "replace None", None),
+        attack("a Python list", "list", RIGHT),
+        attack("a NumPy array", "ndarray", np.array(RIGHT)),
+        attack("a string", "str", "0.348, 0.574, 0.078"),
+        attack("rounded to 2 decimals", "rounded", torch.tensor(RIGHT).round(decimals=2)),
+        attack("kernel values, not normalised", "kernel values", torch.tensor(E)),
+        attack("plus the squared distance", "MINUS", softmax_by_hand([0.5, 0.0, 2.0])),
+        attack("the 1/2 left out", "1/2", softmax_by_hand([-1.0, 0.0, -4.0])),
+        attack("a (1, 3) row", "got (1, 3)", torch.tensor([RIGHT])),
+        attack("an integer tensor", "floating-point", torch.tensor([0, 1, 0])),
+        attack("float16 loses digits", "float16", torch.tensor(RIGHT, dtype=torch.float16)),
+        attack("all weight on the nearest key (h -> 0)", "h -> 0", torch.tensor([0.0, 1.0, 0.0])),
+        attack("equal weights (h -> infinity)", "h -> infinity", torch.full((3,), 1 / 3)),
+        attack("the right weights sorted", "order", torch.tensor(sorted(RIGHT, reverse=True))),
+    ],
+    "check_pooling_limit": [
+        attack("None left in place", "replace None", None, Y),
+        attack("a string", "str", "mean", Y),
+        attack("a bool", "bool", True, Y),
+        attack("a list", "list", [3.0], Y),
+        attack("the limit prediction at every query, a tensor", "one number", torch.full((5,), 3.0), Y),
+        attack("the median", "median", 2.0, Y),
+        attack("the sum, not divided by n", "divide", 9.0, Y),
+        attack("the weight 1/n, not the prediction", "weight 1/n", 1 / 3, Y),
+        attack("rounded", "rounded", 3.17, torch.tensor([1.0, 2.0, 6.5])),
+        attack("NaN from an overflowing bandwidth", "NaN", math.nan, Y),
+    ],
+    "check_epanechnikov": [
+        attack("None left in place", "replace None", None),
+        attack("a string of the formula", "str", "0.75 * (1 - u**2)"),
+        attack("not clipped outside [-1, 1]", "negative for |u| > 1", lambda u: 0.75 * (1 - u**2)),
+        attack("absolute value instead of clipping", "exactly 0 for |u| > 1", lambda u: 0.75 * (1 - u**2).abs()),
+        attack("the 3/4 left out", "3/4", lambda u: torch.clamp(1 - u**2, min=0)),
+        attack(
+            "squares u in place", "changed its input u in place", lambda u: 0.75 * torch.clamp(1 - u.pow_(2), min=0)
+        ),
+        attack("a list", "list", lambda u: (0.75 * torch.clamp(1 - u**2, min=0)).tolist()),
+        attack("a NumPy array", "ndarray", lambda u: (0.75 * torch.clamp(1 - u**2, min=0)).numpy()),
+        attack("a grid of its own", "(81,)", lambda u: 0.75 * torch.clamp(1 - torch.linspace(-1, 1, 50) ** 2, min=0)),
+        attack("an integer tensor", "floating-point", _epanechnikov_int),
+        attack("float16", "float16", lambda u: (0.75 * torch.clamp(1 - u**2, min=0)).half()),
+        attack("a Gaussian kernel", "exactly 0 for |u| > 1", lambda u: torch.exp(-(u**2) / 2) / math.sqrt(2 * math.pi)),
+    ],
+    "check_nw_pooling": [
+        attack("None left in place", "replace None", None),
+        attack("a string", "str", "my_nw_pooling"),
+        attack("centres the queries in place", "changed its input queries in place", _nw_in_place),
+        attack(
+            "weights transposed",
+            "transposed",
+            lambda q, k, v, h, mask=None: (_nw_right(q, k, v, h, mask)[0], _nw_right(q, k, v, h, mask)[1].T),
+        ),
+        attack("softmax over the queries", "normalised over the queries", _nw_over_queries),
+        attack("mask polarity reversed", "polarity is reversed", _nw_reversed),
+        attack("finite fill -1e9", "finite fill", _nw_finite_fill),
+        attack("NaN on the empty row", "all False", _nw_nan_on_empty_row),
+        attack(
+            "the 2 left out", "left out the 2", lambda q, k, v, h, mask=None: _nw_right(q, k, v, h / math.sqrt(2), mask)
+        ),
+        attack("bandwidth fixed at 1", "h squared", lambda q, k, v, h, mask=None: _nw_right(q, k, v, 1.0, mask)),
+        attack("weights only", "(predictions, weights)", lambda q, k, v, h, mask=None: _nw_right(q, k, v, h, mask)[1]),
+        attack(
+            "three things returned",
+            "(predictions, weights)",
+            lambda q, k, v, h, mask=None: (*_nw_right(q, k, v, h, mask), h),
+        ),
+        attack("sizes of the first case written in", "raised", _nw_fixed_size),
+        attack("the first case's answer whatever the input", "expected shape", _nw_first_case_always),
+        attack(
+            "NumPy weights",
+            "ndarray",
+            lambda q, k, v, h, mask=None: (_nw_right(q, k, v, h, mask)[0], _nw_right(q, k, v, h, mask)[1].numpy()),
+        ),
+        attack(
+            "float16 output",
+            "float16",
+            lambda q, k, v, h, mask=None: tuple(t.half() for t in _nw_right(q, k, v, h, mask)),
+        ),
+    ],
+}

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from _check_helpers import assert_correct, assert_hint
+from _check_helpers import assert_correct, assert_hint, attack
 
 from attn_course import (
     lagrange_basis,
@@ -225,3 +225,73 @@ def test_check_chebyshev_nodes_right_answer(answer):
 )
 def test_check_chebyshev_nodes_hints(answer, words):
     assert_hint(check_chebyshev_nodes(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# Attack tables (tests/test_check_attacks.py runs them): plausible wrong answers, each with the words of its cause
+# ----------------------------------------------------------------------------------------------
+
+_CHEB = torch.tensor(CHEBYSHEV_20, dtype=torch.float64)
+
+ATTACKS = {
+    "check_lagrange_weight": [
+        attack("None left in place", "replace None", None),
+        attack("a string", "str", "8.08"),
+        attack("a list", "list", [L5]),
+        attack(
+            "all ten basis values at 3.5",
+            "one number",
+            lagrange_basis(torch.tensor([3.5], dtype=torch.float64), lagrange_points()[0])[0],
+        ),
+        attack("rounded to 2 decimals", "rounded", round(L5, 2)),
+        attack("nodes counted from 1: x_4 = 3.1", "off by one", _basis(3, 3.5)),
+        attack("the next node, x_5 = 4.3", "off by one", _basis(5, 3.5)),
+        attack("factors upside down", "upside down", 1 / L5),
+        attack("evaluated at its own node 4.2", "own node", _basis(4, 4.2)),
+        attack("j = 4 kept in the product: 0 / 0", "NaN", math.nan),
+        attack("a zero denominator: infinity", "infinity", math.inf),
+    ],
+    "check_nearest_neighbour_limit": [
+        attack("None left in place", "replace None", None),
+        attack("a string", "str", "5.6"),
+        attack("a list", "list", [5.6]),
+        attack("the farther neighbour x = 7.1", "nearest", 3.7),
+        attack("the mean (h -> infinity)", "h -> infinity", float(torch.tensor(Y_POINTS).mean())),
+        attack("the key x = 5.1, not its value", "key", 5.1),
+        attack("a mix of the two neighbours", "between", 5.6 + (3.7 - 5.6) * 0.45),
+        attack("y_i[6]: 6.0 read as an index", "index", 1.0),
+        attack("every kernel value tends to 0", "divides", 0.0),
+        attack("NaN from exp underflow: 0 / 0", "NaN", math.nan),
+    ],
+    "check_convex_bound": [
+        attack("None left in place", "replace None", None),
+        attack("a string", "str", "5.6"),
+        attack("a bool", "bool", True),
+        attack("a list", "list", [5.6]),
+        attack("unbounded, like Lagrange", "infinity", math.inf),
+        attack("the mean of the y_i", "mean", float(torch.tensor(Y_POINTS).mean())),
+        attack("the largest x, not y", "largest x", 8.3),
+        attack("the weights' sum, 1", "sum of the weights", 1.0),
+        attack("the sum of the y_i", "sum of the y_i", sum(Y_POINTS)),
+        attack("the second largest y", "largest", 4.5),
+        attack("NaN", "NaN", math.nan),
+    ],
+    "check_chebyshev_nodes": [
+        attack("None left in place", "replace None", None),
+        attack("a list", "list", CHEBYSHEV_20),
+        attack("a NumPy array", "ndarray", np.array(CHEBYSHEV_20)),
+        attack("evenly spaced", "evenly spaced", torch.linspace(0, 5, 20)),
+        attack("left on [-1, 1]", "[-1, 1]", (_CHEB - 2.5) / 2.5),
+        attack("the cosine extrema", "extrema", 2.5 + 2.5 * torch.cos(torch.arange(20) * torch.pi / 19)),
+        attack("pi left out", "left out pi", 2.5 + 2.5 * torch.cos((2 * torch.arange(20) + 1) / 40)),
+        attack("rounded to 2 decimals", "rounded", _CHEB.round(decimals=2)),
+        attack("n = 10 written in", "(20,)", torch.tensor(CHEBYSHEV_20[::2])),
+        attack("an integer tensor", "floating-point", torch.arange(20)),
+        attack("float16", "float16", _CHEB.half()),
+        attack("a (20, 1) column", "got (20, 1)", _CHEB.unsqueeze(1)),
+        attack(
+            "k from 1 to n", "one node too far", 2.5 + 2.5 * torch.cos((2 * torch.arange(1, 21) + 1) * torch.pi / 40)
+        ),
+        attack("b - a not halved", "spread past", 2.5 + 5 * torch.cos((2 * torch.arange(20) + 1) * torch.pi / 40)),
+    ],
+}

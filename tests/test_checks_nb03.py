@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from _check_helpers import assert_correct, assert_hint, softmax_by_hand
+from _check_helpers import assert_correct, assert_hint, attack, softmax_by_hand
 
 from attn_course import (
     AdditiveAttention,
@@ -317,3 +317,151 @@ def test_check_variance_scale_matches_a_measurement():
 )
 def test_check_variance_scale_hints(answer, words):
     assert_hint(check_variance_scale(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# Attack tables (tests/test_check_attacks.py runs them): plausible wrong answers, each with the words of its cause
+# ----------------------------------------------------------------------------------------------
+
+
+def _dot_first_case_always(q, k):
+    from attn_course.checks.nb03 import _dot_cases
+
+    q0, k0 = next(iter(_dot_cases()))
+    return _dot_right(q0, k0)  # the right scores of one case, whatever the input
+
+
+def _dot_self_scores(q, k):
+    return q @ q.transpose(1, 2) / math.sqrt(q.shape[-1])  # (B, Q, Q): the queries against themselves
+
+
+def _dot_scales_in_place(q, k):
+    q /= math.sqrt(q.shape[-1])  # scales the caller's queries
+    return q @ k.transpose(1, 2)
+
+
+def _additive_swapped_roles(q, k, w_q, w_k, w_v):
+    return _additive_right(q, k, w_k, w_q, w_v)  # W_k on the queries, W_q on the keys
+
+
+def _additive_relu(q, k, w_q, w_k, w_v):
+    return torch.relu(_additive_linear(q, k, w_q, w_k)) @ w_v
+
+
+ATTACKS = {
+    "check_scaled_scores": [
+        attack("None left in place", "replace None", None),
+        attack("a list", "list", [SCALED]),
+        attack("a NumPy array", "ndarray", np.array([SCALED])),
+        attack("a string", "str", "0.7071 1.4142 2.1213"),
+        attack("transposed, one row per key", "transposed", torch.tensor([[v] for v in SCALED])),
+        attack("plain dot products", "plain dot products", torch.tensor([DOTS])),
+        attack("divided by D", "not by D", torch.tensor([[v / 2 for v in DOTS]])),
+        attack("multiplied by sqrt(D)", "multiplied", torch.tensor([[v * math.sqrt(2) for v in DOTS]])),
+        attack("the softmax weights", "weights", softmax_by_hand(SCALED).unsqueeze(0)),
+        attack("rounded to 2 decimals", "rounded", torch.tensor([[0.71, 1.41, 2.12]])),
+        attack("an integer tensor", "floating-point", torch.tensor([[1, 1, 2]])),
+        attack("float16", "float16", torch.tensor([SCALED], dtype=torch.float16)),
+    ],
+    "check_attention_memory": [
+        attack("None left in place", "replace None", None),
+        attack("a string", "str", "32, 4096"),
+        attack("one number", "two numbers", 32),
+        attack("three numbers", "a tuple of 3", (32, 4096, 4128)),
+        attack("bytes, not MiB", "in bytes", (32 * 2**20, 4096 * 2**20)),
+        attack("numbers, not bytes", "4 bytes", (8, 1024)),
+        attack("MB of 10**6 bytes", "2**20", (33.554432, 4294.967296)),
+        attack("one sequence", "B = 8", (4, 512)),
+        attack("the hidden tensor without U", "U = 128", (32, 32)),
+        attack("the pair swapped", "swapped", (4096, 32)),
+        attack("float64, 8 bytes", "not 8", (64, 8192)),
+        attack("GiB, not MiB", "GiB", (32 / 1024, 4)),
+    ],
+    "check_dot_scores_fn": [
+        attack("None left in place", "replace None", None),
+        attack("a string", "str", "q @ k.T / sqrt(d)"),
+        attack("unscaled", "missing the 1/sqrt(D) scale", lambda q, k: torch.bmm(q, k.transpose(1, 2))),
+        attack(
+            "keys times queries",
+            "transposed",
+            lambda q, k: torch.bmm(k, q.transpose(1, 2)) / math.sqrt(q.shape[-1]),
+        ),
+        attack("divided by D", "divided by D", lambda q, k: torch.bmm(q, k.transpose(1, 2)) / q.shape[-1]),
+        attack(
+            "multiplied by sqrt(D)", "multiplied", lambda q, k: torch.bmm(q, k.transpose(1, 2)) * math.sqrt(q.shape[-1])
+        ),
+        attack("the softmax weights", "softmax", lambda q, k: torch.softmax(_dot_right(q, k), dim=-1)),
+        attack("scales the queries in place", "changed its input queries in place", _dot_scales_in_place),
+        attack(
+            "sqrt(6) of the first case written in", "sqrt(6) again", lambda q, k: q @ k.transpose(1, 2) / math.sqrt(6)
+        ),
+        attack(
+            "math.isqrt", "not math.isqrt(D)", lambda q, k: torch.bmm(q, k.transpose(1, 2)) / math.isqrt(q.shape[-1])
+        ),
+        attack("a list", "list", lambda q, k: _dot_right(q, k).tolist()),
+        attack("rounded to 2 decimals", "rounded", lambda q, k: _dot_right(q, k).round(decimals=2)),
+        attack("float16", "float16", lambda q, k: _dot_right(q, k).half()),
+        attack("the queries against themselves", "keys", _dot_self_scores),
+        attack("the first case's scores whatever the input", "earlier hidden case", _dot_first_case_always),
+    ],
+    "check_additive_scores_fn": [
+        attack("None left in place", "replace None", None),
+        attack("a string", "str", "tanh"),
+        attack("no tanh", "missing the tanh", lambda q, k, wq, wk, wv: _additive_linear(q, k, wq, wk) @ wv),
+        attack(
+            "tanh after w_v", "before w_v", lambda q, k, wq, wk, wv: torch.tanh(_additive_linear(q, k, wq, wk) @ wv)
+        ),
+        attack(
+            "hidden units summed", "summed", lambda q, k, wq, wk, wv: torch.tanh(_additive_linear(q, k, wq, wk)).sum(-1)
+        ),
+        attack(
+            "transposed",
+            "transposed",
+            lambda q, k, wq, wk, wv: _additive_right(q, k, wq, wk, wv).transpose(1, 2),
+        ),
+        attack("the hidden layer", "hidden layer", lambda q, k, wq, wk, wv: torch.tanh(_additive_linear(q, k, wq, wk))),
+        attack(
+            "the softmax weights",
+            "softmax",
+            lambda q, k, wq, wk, wv: torch.softmax(_additive_right(q, k, wq, wk, wv), -1),
+        ),
+        attack(
+            "w_v doubled in place",
+            "changed its input w_v in place",
+            lambda q, k, wq, wk, wv: _additive_right(q, k, wq, wk, wv.mul_(2)) / 2,
+        ),
+        attack("W_q and W_k swapped", "w_q", _additive_swapped_roles),
+        attack("ReLU instead of tanh", "ReLU", _additive_relu),
+        attack(
+            "keeps a last axis of 1",
+            "squeeze",
+            lambda q, k, wq, wk, wv: _additive_right(q, k, wq, wk, wv).unsqueeze(-1),
+        ),
+        attack("float16", "float16", lambda q, k, wq, wk, wv: _additive_right(q, k, wq, wk, wv).half()),
+    ],
+    "check_parameter_growth": [
+        attack("None left in place", "replace None", None),
+        attack("a string", "str", "65600, 262144"),
+        attack("one number", "two numbers", 65600),
+        attack("three numbers", "a tuple of 3", (65600, 262144, 64)),
+        attack("w_v left out", "w_v", (65536, 262144)),
+        attack("U = D", "U stays at 64", (512 * 1025, 262144)),
+        attack("with biases", "no biases", (65600 + 65, 262144)),
+        attack("the pair swapped", "swapped", (262144, 65600)),
+        attack("the first row of the table, D = 64", "D = 64", (8256, 4096)),
+        attack("bilinear as D", "D x D", (65600, 512)),
+    ],
+    "check_variance_scale": [
+        attack("None left in place", "replace None", None),
+        attack("a string", "str", "32"),
+        attack("a list", "list", [32]),
+        attack("sigma sqrt(D)", "sigma^4", 16),
+        attack("sqrt(D)", "unit-variance", 8),
+        attack("the variance, not its root", "square root", 1024),
+        attack("sigma^2 alone", "sigma^2 alone", 4),
+        attack("the reciprocal", "reciprocal", 1 / 32),
+        attack("measured, not computed", "measured", 32.6),
+        attack("D sigma^2", "sigma^4", 256),
+        attack("NaN", "NaN", math.nan),
+    ],
+}

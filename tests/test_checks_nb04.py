@@ -5,7 +5,7 @@ import math
 
 import pytest
 import torch
-from _check_helpers import assert_correct, assert_hint, in_float64_and_float32, softmax_by_hand
+from _check_helpers import assert_correct, assert_hint, attack, in_float64_and_float32, softmax_by_hand
 
 from attn_course.checks import (
     check_new_token_key,
@@ -241,3 +241,101 @@ def test_check_self_attending_key_right_answer(answer):
 )
 def test_check_self_attending_key_hints(answer, words):
     assert_hint(check_self_attending_key(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# Attack tables (tests/test_check_attacks.py runs them): plausible wrong answers, each with the words of its cause
+# ----------------------------------------------------------------------------------------------
+
+_X3 = torch.tensor(NEW_TOKEN, dtype=torch.float64)
+_WQ, _WK, _WV = (torch.tensor(w, dtype=torch.float64) for w in (W_Q, W_K, W_V))
+_K3, _Q3 = _X3 @ _WK, _X3 @ _WQ  # [1, 2, 2], [2, 1, 4]
+_SCORES3 = torch.tensor(K_ROWS, dtype=torch.float64) @ _Q3  # [5, 12, 11]
+_WEIGHTS3 = torch.softmax(_SCORES3, 0)
+_OUT3 = _WEIGHTS3 @ torch.tensor(V_ROWS, dtype=torch.float64)
+_WITH_SELF = torch.softmax(torch.cat([_SCORES3, (_Q3 @ _K3).unsqueeze(0)]), 0) @ torch.cat(
+    [torch.tensor(V_ROWS, dtype=torch.float64), (_X3 @ _WV).unsqueeze(0)]
+)  # the new token attending to itself too
+_REV = torch.tensor(REVERSED, dtype=torch.float64)
+_REV_X = torch.tensor(X_TOKENS[::-1], dtype=torch.float64)
+_REV_WEIGHTS = torch.softmax((_REV_X @ _WQ) @ (_REV_X @ _WK).T, -1)
+_REV_SCALED = torch.softmax((_REV_X @ _WQ) @ (_REV_X @ _WK).T / math.sqrt(3), -1) @ (_REV_X @ _WV)
+
+ATTACKS = {
+    "check_new_token_key": [
+        attack("None left in place", "replace None", None),
+        attack("a list", "list", [1.0, 2.0, 2.0]),
+        attack("a NumPy array", "ndarray", _K3.numpy()),
+        attack("a string", "str", "[1, 2, 2]"),
+        attack("W_Q instead of W_K", "wrong matrix", _X3 @ _WQ),
+        attack("W_V instead of W_K", "wrong matrix", _X3 @ _WV),
+        attack("the token read backwards", "reverse order", _X3.flip(0) @ _WK),
+        attack("the key of token 0 from the notebook", "token 0", torch.tensor(K_ROWS[0], dtype=torch.float64)),
+        attack(
+            "the keys of all four tokens", "(3,)", torch.cat([torch.tensor(K_ROWS, dtype=torch.float64), _K3[None]])
+        ),
+        attack("a (1, 3) row", "got (1, 3)", _K3[None]),
+        attack("the token's first three numbers", "own numbers", _X3[:3]),
+    ],
+    "check_new_token_scores": [
+        attack("None left in place", "replace None", None),
+        attack("a list", "list", [5.0, 12.0, 11.0]),
+        attack("a NumPy array", "ndarray", _SCORES3.numpy()),
+        attack("scaled by 1/sqrt(3)", "1/sqrt(3)", _SCORES3 / math.sqrt(3)),
+        attack("the softmax weights", "weights", _WEIGHTS3),
+        attack("the new key against the old queries", "swapped roles", torch.tensor(Q_ROWS, dtype=torch.float64) @ _K3),
+        attack("with its own score, four entries", "tokens 0 to 2", torch.cat([_SCORES3, (_Q3 @ _K3)[None]])),
+        attack("token 2's scores from the notebook", "token 2", torch.tensor(TOKEN3_SCORES, dtype=torch.float64)),
+        attack("scaled by 1/sqrt(4), the input size", "unscaled", _SCORES3 / 2),
+        attack("float16", "float16", _SCORES3.half()),
+    ],
+    "check_new_token_output": [
+        attack("None left in place", "replace None", None),
+        attack("a list", "list", _OUT3.tolist()),
+        attack("a NumPy array", "ndarray", _OUT3.numpy()),
+        attack(
+            "weights rounded to one decimal",
+            "rounded to one decimal",
+            torch.tensor([0.0, 0.7, 0.3]) @ torch.tensor(V_ROWS, dtype=torch.float32),
+        ),
+        attack(
+            "the scaled version",
+            "scaled",
+            torch.softmax(_SCORES3 / math.sqrt(3), 0) @ torch.tensor(V_ROWS, dtype=torch.float64),
+        ),
+        attack("no softmax", "softmax", _SCORES3 @ torch.tensor(V_ROWS, dtype=torch.float64)),
+        attack("keys mixed instead of values", "values V", _WEIGHTS3 @ torch.tensor(K_ROWS, dtype=torch.float64)),
+        attack("the weights, not the output", "those are the weights", _WEIGHTS3),
+        attack("the new token attends to itself too", "tokens 0-2", _WITH_SELF),
+        attack("rounded to 2 decimals", "rounded", _OUT3.round(decimals=2)),
+        attack("float16", "float16", _OUT3.half()),
+    ],
+    "check_reversed_outputs": [
+        attack("None left in place", "replace None", None),
+        attack("a list", "list", REVERSED),
+        attack("a NumPy array", "ndarray", _REV.numpy()),
+        attack(
+            "the original outputs", "x2 is now in row 0", torch.tensor(_outputs_by_hand(X_TOKENS), dtype=torch.float64)
+        ),
+        attack("columns flipped", "not the columns", _REV.flip(1)),
+        attack("transposed", "transposed", _REV.T),
+        attack("the weights, not the outputs", "weights", _REV_WEIGHTS),
+        attack("the scaled version", "scaled", _REV_SCALED),
+        attack("rounded to 2 decimals", "rounded", _REV.round(decimals=2)),
+        attack("float16", "float16", _REV.half()),
+        attack("one row only", "shape (3, 3)", _REV[0]),
+    ],
+    "check_self_attending_key": [
+        attack("None left in place", "replace None", None),
+        attack("a list", "list", _w_key_with(1, 2, -2.0).tolist()),
+        attack("a NumPy array", "ndarray", _w_key_with(1, 2, -2.0).numpy()),
+        attack("the original W_K", "original W_K", torch.tensor(W_K, dtype=torch.float64)),
+        attack("two entries changed", "exactly one entry", _w_key_with(1, 2, -2.0) * 2),
+        attack("a row x0 uses", "row 0", _w_key_with(0, 2, 10.0)),
+        attack("an integer tensor", "floating-point", torch.tensor(W_K)),
+        attack("NaN written in", "finite", _w_key_with(1, 2, float("nan"))),
+        attack("W_K transposed", "transposed", _w_key_with(1, 2, -2.0).T),
+        attack("too small a change", "q0 . k1 strongly negative", _w_key_with(1, 2, -0.2)),
+        attack("the sign the wrong way", "q0 . k1 strongly negative", _w_key_with(1, 2, 5.0)),
+    ],
+}

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from _check_helpers import assert_correct, assert_hint
+from _check_helpers import assert_correct, assert_hint, attack
 
 from attn_course import (
     checks,
@@ -302,3 +302,118 @@ def test_check_masked_attention_hidden_sizes_differ_and_are_not_perfect_squares(
     assert len(set(sizes)) == len(sizes)
     assert all(math.isqrt(d) ** 2 != d for d in sizes)
     assert len({v.shape[-1] for _, _, v, _ in _attention_cases()}) > 1
+
+
+# ----------------------------------------------------------------------------------------------
+# Attack tables (tests/test_check_attacks.py runs them): plausible wrong answers, each with the words of its cause
+# ----------------------------------------------------------------------------------------------
+
+
+def _attention_in_place(q, k, v, m):
+    q /= q.shape[-1] ** 0.5  # scales the caller's queries
+    return _masked_attention(q, k, v, m, scale=1.0)
+
+
+def _attention_first_case_always(q, k, v, m):
+    from attn_course.checks.nb05 import _attention_cases
+
+    return _masked_attention(*_attention_cases()[0])  # the right output of one case, whatever the input
+
+
+def _attention_weights(q, k, v, m):
+    scores = (q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5).masked_fill(~m, -math.inf)
+    return torch.softmax(scores, -1).nan_to_num(0.0)  # (B, Q, K): the weights, not the output
+
+
+ATTACKS = {
+    "check_padding_mask": [
+        attack("None left in place", "replace None", None),
+        attack("a list", "list", PADDING),
+        attack("a NumPy array", "ndarray", np.array(PADDING)),
+        attack("an integer 0/1 mask", "bool tensor", torch.tensor(PADDING).long()),
+        attack("a float mask", "bool tensor", torch.tensor(PADDING).float()),
+        attack("True = ignore", "polarity is reversed", torch.tensor(_flip(PADDING))),
+        attack("<= instead of <", "off by one", torch.tensor([[T, T, T, F_, F_], [T, T, T, T, T]])),
+        attack("transposed", "transposed", torch.tensor(PADDING).T),
+        attack("padding at the start", "at the end", torch.tensor(PADDING).flip(1)),
+        attack("the two lengths swapped", "valid lengths", torch.tensor(PADDING).flip(0)),
+        attack("one sequence only", "(2, 5)", torch.tensor(PADDING)[:1]),
+    ],
+    "check_causal_mask": [
+        attack("None left in place", "replace None", None),
+        attack("a list", "list", CAUSAL),
+        attack("a NumPy array", "ndarray", np.array(CAUSAL)),
+        attack(
+            "an integer mask from torch.tril(torch.ones)", "bool tensor", torch.tril(torch.ones(4, 4, dtype=torch.long))
+        ),
+        attack("True = future, to be hidden", "polarity is reversed", torch.tensor(_flip(CAUSAL))),
+        attack("upper triangle", "transposed", torch.tensor(CAUSAL).T.contiguous()),
+        attack("diagonal left out", "keep the diagonal", torch.ones(4, 4, dtype=torch.bool).tril(-1)),
+        attack("nothing hidden", "the future", torch.ones(4, 4, dtype=torch.bool)),
+        attack("the size of the heatmap above, 3", "(4, 4)", torch.ones(3, 3, dtype=torch.bool).tril()),
+        attack("with a batch axis", "got (1, 4, 4)", torch.ones(1, 4, 4, dtype=torch.bool).tril()),
+    ],
+    "check_padding_causal_mask": [
+        attack("None left in place", "replace None", None),
+        attack("a list", "list", PADDING_CAUSAL),
+        attack("an integer mask", "bool tensor", torch.tensor(PADDING_CAUSAL).long()),
+        attack("OR instead of AND", "OR lets a query see", torch.tensor(CAUSAL_OR_PADDING)),
+        attack("the causal mask alone", "causal mask alone", torch.tensor(CAUSAL)),
+        attack("the padding mask alone", "padding mask alone", torch.tensor(PADDING_ALONE)),
+        attack("padding on the rows", "not row 3", torch.tensor(CAUSAL) & torch.tensor(PADDING_ALONE).T),
+        attack("True = ignore", "polarity is reversed", torch.tensor(_flip(PADDING_CAUSAL))),
+        attack("transposed", "transposed", torch.tensor(PADDING_CAUSAL).T.contiguous()),
+        attack(
+            "valid length 2 of the padding exercise",
+            "valid length",
+            torch.tril(torch.ones(4, 4)).bool() & (torch.arange(4) < 2),
+        ),
+    ],
+    "check_key_padding_mask": [
+        attack("None left in place", "replace None", None),
+        attack("a list", "list", KEY_PADDING),
+        attack("a NumPy array", "ndarray", np.array(KEY_PADDING)),
+        attack("the course's polarity", "polarity", torch.tensor(_flip(KEY_PADDING))),
+        attack("an integer mask", "key_padding_mask: True = ignore", torch.tensor(KEY_PADDING).int()),
+        attack("transposed", "transposed", torch.tensor(KEY_PADDING).T),
+        attack("<= instead of <", "off by one", ~(torch.arange(5) <= torch.tensor([[3], [5]]))),
+        attack(
+            "the lengths of the padding exercise, 2 and 4",
+            "valid lengths",
+            ~(torch.arange(5) < torch.tensor([[2], [4]])),
+        ),
+        attack(
+            "a float mask of -inf and 0", "bool", torch.zeros(2, 5).masked_fill(torch.tensor(KEY_PADDING), -math.inf)
+        ),
+        attack("nothing ignored", "flip it", torch.zeros(2, 5, dtype=torch.bool)),
+    ],
+    "check_masked_attention": [
+        attack("None left in place", "replace None", None),
+        attack("a string", "str", "attention"),
+        attack(
+            "mask polarity reversed",
+            "polarity is reversed",
+            lambda q, k, v, m: _masked_attention(q, k, v, m, reverse=True),
+        ),
+        attack("scores transposed", "transposed", lambda q, k, v, m: _masked_attention(q, k, v, m, transpose=True)),
+        attack("no scale", "scale is missing", lambda q, k, v, m: _masked_attention(q, k, v, m, scale=1.0)),
+        attack(
+            "times sqrt(D)",
+            "you multiplied",
+            lambda q, k, v, m: _masked_attention(q, k, v, m, scale=q.shape[-1] ** 0.5),
+        ),
+        attack("softmax over the queries", "dim=-1", lambda q, k, v, m: _masked_attention(q, k, v, m, dim=-2)),
+        attack("scales the queries in place", "changed its input queries in place", _attention_in_place),
+        attack("finite fill -1e6", "finite fill", lambda q, k, v, m: _masked_attention(q, k, v, m, fill=-1e6)),
+        attack(
+            "NaN on the empty row",
+            "NaN on the row with nothing to attend to",
+            lambda q, k, v, m: _masked_attention(q, k, v, m, fill=-math.inf),
+        ),
+        attack("sqrt(8) written in", "sqrt(8)", lambda q, k, v, m: _masked_attention(q, k, v, m, scale=8**-0.5)),
+        attack("the weights, not the output", "weights", _attention_weights),
+        attack("the first case's output whatever the input", "earlier hidden case", _attention_first_case_always),
+        attack("float16", "float16", lambda q, k, v, m: _masked_attention(q, k, v, m).half()),
+        attack("a NumPy array", "ndarray", lambda q, k, v, m: _masked_attention(q, k, v, m).numpy()),
+    ],
+}

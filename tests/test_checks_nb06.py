@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from _check_helpers import as_int_float_tensor_numpy, assert_correct, assert_hint
+from _check_helpers import as_int_float_tensor_numpy, assert_correct, assert_hint, attack
 
 from attn_course import (
     checks,
@@ -480,3 +480,131 @@ def test_check_positional_encoding_hidden_sizes_vary():
         return _encoding(7, 8)
 
     assert_hint(checks.check_positional_encoding(fixed_size), "expected shape")
+
+
+# ----------------------------------------------------------------------------------------------
+# Attack tables (tests/test_check_attacks.py runs them): plausible wrong answers, each with the words of its cause
+# ----------------------------------------------------------------------------------------------
+
+
+def _split_four_heads(x, num_heads):
+    return _split(x, 4)  # the notebook's H = 4, written in
+
+
+def _split_keeps_head_axis(x, num_heads):
+    batch, steps, size = x.shape
+    return x.reshape(batch, steps, num_heads, size // num_heads).permute(0, 2, 1, 3)  # (B, H, T, dh), not folded
+
+
+def _multi_head_scales_in_place(x_q, x_kv, W_q, W_k, W_v, W_o, num_heads):
+    W_q /= (x_q.shape[-1] // num_heads) ** 0.5  # folds the scale into the caller's W_q
+    return _multi_head(x_q, x_kv, W_q, W_k, W_v, W_o, num_heads, scale=lambda d: 1.0)
+
+
+def _multi_head_two_heads(x_q, x_kv, W_q, W_k, W_v, W_o, num_heads):
+    return _multi_head(x_q, x_kv, W_q, W_k, W_v, W_o, 2)  # the first case's H = 2, written in
+
+
+def _multi_head_over_queries(x_q, x_kv, W_q, W_k, W_v, W_o, num_heads):
+    q, k, v = _split(x_q @ W_q, num_heads), _split(x_kv @ W_k, num_heads), _split(x_kv @ W_v, num_heads)
+    weights = torch.softmax(q @ k.transpose(-2, -1) * q.shape[-1] ** -0.5, dim=-2)  # over the queries
+    return _merge(weights @ v, num_heads) @ W_o
+
+
+def _encoding_eight(num_steps, num_hiddens):
+    return _encoding(num_steps, 8)  # the notebook's D = 8, written in
+
+
+ATTACKS = {
+    "check_split_shape": [
+        attack("None left in place", "replace None", None),
+        attack("a string", "str", "(8, 5, 2)"),
+        attack("a single number", "int", 80),
+        attack("floats", "whole numbers", (8.0, 5.0, 2.0)),
+        attack("the head axis not folded", "before the head axis is folded", (2, 4, 5, 2)),
+        attack("full-width heads", "dh = 8 / 4", (8, 5, 8)),
+        attack("after the first reshape", "after the first reshape", (2, 5, 4, 2)),
+        attack("T first", "batch axis", (5, 8, 2)),
+        attack("H alone, B forgotten", "B * H", (4, 5, 2)),
+        attack("two axes", "three axes", (8, 10)),
+        attack("the input shape unchanged", "B = 2, T = 5, H = 4", (2, 5, 8)),
+    ],
+    "check_parameter_count": [
+        attack("None left in place", "replace None", None),
+        attack("a string", "str", "16384"),
+        attack("a list", "list", [MHA_PARAMS]),
+        attack("W_o forgotten", "output projection W_o", 3 * 64 * 64),
+        attack("a copy per head", "share the 64 x 64 matrices", 8 * MHA_PARAMS),
+        attack("with biases", "no biases", MHA_PARAMS + 4 * 64),
+        attack("one head's share", "one head", MHA_PARAMS // 8),
+        attack("one matrix", "four", 64 * 64),
+        attack("not squared", "64 x 64", 4 * 64),
+        attack("a bool", "bool", True),
+    ],
+    "check_rotation": [
+        attack("None left in place", "replace None", None),
+        attack("a list", "list", _rotation_by_angle(1.0).tolist()),
+        attack("a NumPy array", "ndarray", _rotation_by_angle(1.0).numpy()),
+        attack("angle 2: delta without w", "not 2", _rotation_by_angle(2.0)),
+        attack("angle w: one position", "one position", _rotation_by_angle(0.5)),
+        attack("rounded to 2 decimals", "rounded", _rotation_by_angle(1.0).round(decimals=2)),
+        attack("an integer tensor", "floating-point", torch.eye(2, dtype=torch.int64)),
+        attack("float16", "float16", _rotation_by_angle(1.0).half()),
+        attack("the identity", "identity", torch.eye(2)),
+        attack("the vector at position 2, not a matrix", "got (2,)", torch.tensor([math.sin(1.0), math.cos(1.0)])),
+        attack("degrees", "radians", _rotation_by_angle(math.radians(1.0))),
+        attack("NaN", "NaN", torch.full((2, 2), math.nan)),
+    ],
+    "check_split_merge": [
+        attack("split_heads None", "replace None", None, _merge),
+        attack("merge_heads None", "merge_heads", _split, None),
+        attack("a string", "expected a function", _split, "merge"),
+        attack("reshape without permute", "mixes positions and heads", _split_no_permute, _merge),
+        attack("head-major order", "head order", _split_head_major, _merge),
+        attack("strided heads", "consecutive features", _split_strided, _merge),
+        attack("split scales x in place", "changed its input x in place", _split_in_place, _merge),
+        attack("merge zeroes x in place", "changed its input x in place", _split, _merge_in_place),
+        attack(
+            "merge by reshape alone",
+            "does not undo",
+            _split,
+            lambda x, h: x.reshape(x.shape[0] // h, x.shape[1], -1),
+        ),
+        attack("the head axis kept", "(B * H, T, dh)", _split_keeps_head_axis, _merge),
+        attack("H = 4 written in", "num_heads = 2", _split_four_heads, _merge),
+        attack("a list", "list", lambda x, h: list(_split(x, h)), _merge),
+    ],
+    "check_multi_head": [
+        attack("None left in place", "replace None", None),
+        attack("a string", "expected a function", "multi_head"),
+        attack("no output projection", "output projection is missing", lambda *a: _multi_head(*a, project=False)),
+        attack("head-major split", "head order", lambda *a: _multi_head(*a, split=_split_head_major)),
+        attack("no scale", "scale is missing", lambda *a: _multi_head(*a, scale=lambda d: 1.0)),
+        attack("scale by sqrt(D)", "sqrt(dh), not sqrt(D)", lambda *a: _multi_head(*a, scale=lambda d: d**-0.5)),
+        attack(
+            "weights transposed",
+            "transposed",
+            lambda x_q, x_kv, *w: _multi_head(x_q, x_kv, *[t.T for t in w[:4]], w[4]),
+        ),
+        attack("folds the scale into W_q in place", "changed its input W_q in place", _multi_head_scales_in_place),
+        attack("H = 2 written in", "num_heads", _multi_head_two_heads),
+        attack("softmax over the queries", "dim=-1", _multi_head_over_queries),
+        attack("(output, weights) returned", "tuple", lambda *a: (_multi_head(*a), None)),
+        attack("float16", "float16", lambda *a: _multi_head(*a).half()),
+    ],
+    "check_positional_encoding": [
+        attack("None left in place", "replace None", None),
+        attack("a string", "expected a function", "sin/cos"),
+        attack("sin and cos swapped", "swapped", lambda t, d: _encoding(t, d, swap=True)),
+        attack("positions from 1", "positions start at 0", lambda t, d: _encoding(t, d, start=1)),
+        attack("exponent j / D", "exponent is 2j / D", lambda t, d: _encoding(t, d, exponent=lambda j, dd: j / dd)),
+        attack("no minus sign", "minus sign", lambda t, d: _encoding(t, d, exponent=lambda j, dd: -2 * j / dd)),
+        attack("two blocks", "not two blocks", lambda t, d: _encoding(t, d, blocks=True)),
+        attack("transposed", "transposed", lambda t, d: _encoding(t, d).T),
+        attack("an integer tensor", "floating-point", lambda t, d: _encoding(t, d).long()),
+        attack("rounded", "rounded", lambda t, d: _encoding(t, d).round(decimals=3)),
+        attack("float16", "float16", lambda t, d: _encoding(t, d).half()),
+        attack("D = 8 written in", "num_hiddens", _encoding_eight),
+        attack("a NumPy array", "ndarray", lambda t, d: _encoding(t, d).numpy()),
+    ],
+}

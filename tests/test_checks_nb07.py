@@ -4,7 +4,7 @@
 import numpy as np
 import pytest
 import torch
-from _check_helpers import assert_correct, assert_hint
+from _check_helpers import assert_correct, assert_hint, attack
 
 from attn_course import (
     AdditiveAttention,
@@ -354,3 +354,144 @@ def test_check_memory_size_agrees_with_the_encoder():
 )
 def test_check_memory_size_hints(answer, words):
     assert_hint(check_memory_size(answer), *words)
+
+
+def test_check_bahdanau_step_finds_the_padding_from_src_len_alone():
+    """One hidden case leaves non-zero states on its padding, so masking the zero states instead of using src_len
+    fails there (the course's encoder leaves zeros, but an encoder need not)."""
+    from attn_course.checks.nb07 import _step_cases
+
+    padded = []
+    for _, states, src_len, _, _, _ in _step_cases():
+        on_padding = states[torch.arange(states.shape[1]) >= src_len[:, None]]
+        padded.append(bool(on_padding.numel()) and bool((on_padding != 0).any()))
+    assert any(padded) and not all(padded)
+    assert_hint(check_bahdanau_step(_step_masking_zero_states), "padded positions", "src_len")
+
+
+# ----------------------------------------------------------------------------------------------
+# Attack tables (tests/test_check_attacks.py runs them): plausible wrong answers, each with the words its hint must hold
+# ----------------------------------------------------------------------------------------------
+
+
+def _step_with_five_positions(query, states, src_len, W_q, W_k, w_v):
+    """Right for the visible example's S = 5 only: the mask's length written in."""
+    features = torch.tanh((query @ W_q.T)[:, None] + states @ W_k.T)
+    scores = features @ w_v
+    valid = torch.arange(5) < src_len[:, None]  # (B, 5): S written in
+    weights = torch.softmax(scores.masked_fill(~valid, float("-inf")), dim=-1)
+    return (weights[:, :, None] * states).sum(1), weights
+
+
+def _step_masking_zero_states(query, states, src_len, W_q, W_k, w_v):
+    """src_len ignored: padding found as the states that are all zero (true of some encoders, not a rule)."""
+    scores = torch.tanh((query @ W_q.T)[:, None] + states @ W_k.T) @ w_v
+    weights = torch.softmax(scores.masked_fill((states == 0).all(-1), float("-inf")), dim=-1)
+    return (weights[:, :, None] * states).sum(1), weights
+
+
+def _step_mask_one_more(query, states, src_len, W_q, W_k, w_v):
+    scores = torch.tanh((query @ W_q.T)[:, None] + states @ W_k.T) @ w_v
+    valid = torch.arange(states.shape[1]) <= src_len[:, None]  # off by one: position src_len let in
+    weights = torch.softmax(scores.masked_fill(~valid, float("-inf")), dim=-1)
+    return (weights[:, :, None] * states).sum(1), weights
+
+
+def _step_src_len_not_lined_up(query, states, src_len, W_q, W_k, w_v):
+    scores = torch.tanh((query @ W_q.T)[:, None] + states @ W_k.T) @ w_v
+    valid = torch.arange(states.shape[1]) < src_len  # (S,) < (B,): lines up only when B = 1 (or B = S)
+    weights = torch.softmax(scores.masked_fill(~valid, float("-inf")), dim=-1)
+    return (weights[:, :, None] * states).sum(1), weights
+
+
+def _step_weights_first(*args):
+    context, weights = _bahdanau(*args)
+    return weights, context
+
+
+def _step_with_scores(*args):
+    context, weights = _bahdanau(*args)
+    return context, weights, weights.log()
+
+
+def _step_weights_transposed(*args):
+    context, weights = _bahdanau(*args)
+    return context, weights.T
+
+
+ATTACKS = {
+    "check_alignment_position": [
+        attack("left as None", "replace None", None),
+        attack("a number, not a function", "expected a function", 3),
+        attack("off by one: L - t", "off by one", lambda t, length: length - t),
+        attack("copies instead of reversing", "copying", lambda t, length: t),
+        attack("the visible example's L = 5 written in", "the L argument", lambda t, length: 4 - t),
+        attack("a negative index from the end, as in Python lists", "negative", lambda t, length: -1 - t),
+        attack("the position as a string", "str", lambda t, length: str(length - 1 - t)),
+        attack("the position in a one-element list", "not a list", lambda t, length: [length - 1 - t]),
+        attack("every position at once", "one t at a time", lambda t, length: torch.arange(length - 1, -1, -1)),
+        attack("forgot to return", "returned None", lambda t, length: None),
+    ],
+    "check_context": [
+        attack("left as None", "replace None", None),
+        attack("a list", "list", [0.9, 2.2]),
+        attack("a NumPy array", "ndarray", np.array([0.9, 2.2])),
+        attack("a string", "str", "[0.9, 2.2]"),
+        attack("the plain average of the states", "plain average", CONTEXT_STATES.mean(0)),
+        attack(
+            "the weighted states, not summed", "sum them over the positions", CONTEXT_WEIGHTS[:, None] * CONTEXT_STATES
+        ),
+        attack(
+            "summed over the coordinates instead",
+            "one number per position",
+            (CONTEXT_WEIGHTS[:, None] * CONTEXT_STATES).sum(1),
+        ),
+        attack("hard attention: the state of the largest weight", "largest weight", CONTEXT_STATES[1]),
+        attack("the states summed without weights", "unweighted", CONTEXT_STATES.sum(0)),
+        attack("the two coordinates swapped", "swapped", torch.tensor([2.2, 0.9])),
+        attack("the weights in reverse order", "reverse order", CONTEXT_WEIGHTS.flip(0) @ CONTEXT_STATES),
+        attack("an integer tensor", "integer", torch.tensor([0.9, 2.2]).long()),
+        attack("rounded to whole numbers", "rounded", torch.tensor([1.0, 2.0])),
+    ],
+    "check_memory_size": [
+        attack("left as None", "replace None", None),
+        attack("a string", "str", "832"),
+        attack("forgot <eos>: 12 x 64", "13 positions", 12 * 64),
+        attack("the fixed context of the decoder without attention", "without attention", 64),
+        attack("the number of states, not of numbers", "each holds U = 64", 13),
+        attack("the digits alone", "the digits alone", 12),
+        attack("bytes of float32 instead of numbers", "bytes", 4 * 832),
+        attack("keys and values counted twice", "same states", 2 * 832),
+        attack("a list", "list", [832]),
+        attack("the shape instead of the count", "tuple", (13, 64)),
+        attack("NaN", "nan", float("nan")),
+    ],
+    "check_bahdanau_step": [
+        attack("left as None", "replace None", None),
+        attack("scales the query in place", "changed its input query in place", _in_place),
+        attack("mask polarity reversed", "polarity", _step(mask="reversed")),
+        attack("no mask", ("padded positions", "mask them before the softmax"), _step(mask="none")),
+        attack("masked after the softmax", "masked after the softmax", _step(mask="after")),
+        attack("softmax over the batch axis", ("batch (dim 0)", "dim=-1"), _step(dim=0)),
+        attack("no tanh", "no tanh", _step(tanh=False)),
+        attack(
+            "a scaled dot product's 1/sqrt(A)",
+            "no 1/sqrt scale",
+            lambda q, h, n, Wq, Wk, wv: _bahdanau(q, h, n, Wq, Wk, wv, scale=Wq.shape[0] ** 0.5),
+        ),
+        attack("W_q and W_k swapped", "swapped", lambda q, h, n, Wq, Wk, wv: _bahdanau(q, h, n, Wk, Wq, wv)),
+        attack("scores negated", "sign of the scores", lambda q, h, n, Wq, Wk, wv: _bahdanau(q, h, n, Wq, Wk, -wv)),
+        attack("the visible example's S = 5 written in", ("written in", "states.shape[1]"), _step_with_five_positions),
+        attack("returns (weights, context)", "in that order", _step_weights_first),
+        attack("mask j <= src_len", "off by one", _step_mask_one_more),
+        attack("src_len not lined up with the positions", "line the axes up", _step_src_len_not_lined_up),
+        attack("src_len ignored, padding found by zero states", "need not be zero", _step_masking_zero_states),
+        attack("returns three things", "a tuple of 3", _step_with_scores),
+        attack("weights transposed to (S, B)", "transposed", _step_weights_transposed),
+        attack(
+            "weights rounded",
+            "rounded to 3 decimals",
+            lambda *a: (_bahdanau(*a)[0], _bahdanau(*a)[1].round(decimals=3)),
+        ),
+    ],
+}

@@ -3,9 +3,10 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
-from _check_helpers import as_int_float_tensor_numpy, assert_correct, assert_hint
+from _check_helpers import as_int_float_tensor_numpy, assert_correct, assert_hint, attack
 
 from attn_course import (
     PositionWiseFFN,
@@ -141,3 +142,52 @@ def test_check_causal_row_right_answer(answer):
 )
 def test_check_causal_row_hints(answer, words):
     assert_hint(check_causal_row(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# Attack tables (tests/test_check_attacks.py runs them): plausible wrong answers, each with the words its hint must hold
+# ----------------------------------------------------------------------------------------------
+
+ATTACKS = {
+    "check_layer_norm": [
+        attack("left as None", "replace None", None),
+        attack("a list", "list", LN_RIGHT.tolist()),
+        attack("a row of shape (1, 4)", "got (1, 4)", LN_RIGHT[None]),
+        attack("the sample standard deviation (n - 1)", "n = 4, not n - 1", (LN_X - 3.0) / LN_X.std()),
+        attack("centred only", "centred, yes", LN_X - 3.0),
+        attack("divided by the variance", "square root", (LN_X - 3.0) / 3.5),
+        attack("RMSNorm: no centring", "root mean square", LN_X / LN_X.pow(2).mean().sqrt()),
+        attack("x itself", "x unchanged", LN_X.clone()),
+        attack("the sign flipped", "sign", (3.0 - LN_X) / math.sqrt(3.5)),
+        attack("rounded to 2 decimals", "rounded to 2 decimals", LN_RIGHT.round(decimals=2)),
+        attack("an integer tensor", "integer", LN_RIGHT.round().long()),
+        attack("a NumPy array", "ndarray", LN_RIGHT.numpy()),
+        attack("a string", "str", "[-1.069, -0.535, 0, 1.604]"),
+    ],
+    "check_ffn_parameters": [
+        attack("left as None", "replace None", None),
+        attack("a string", "str", "4192"),
+        attack("no biases", "biases too", 32 * 64 + 64 * 32),
+        attack("counted once per position (12 positions)", "does not depend on the length", 12 * FFN_PARAMS),
+        attack("one of the two layers", "one of the two layers", 32 * 64 + 64),
+        attack("one bias missing", "one bias", 32 * 64 + 64 * 32 + 32),
+        attack("bytes of float32", "bytes", 4 * FFN_PARAMS),
+        attack("an AddNorm's LayerNorm counted too", "LayerNorm", FFN_PARAMS + 2 * 32),
+        attack("a list", "list", [FFN_PARAMS]),
+        attack("NaN", "nan", float("nan")),
+    ],
+    "check_causal_row": [
+        attack("left as None", "replace None", None),
+        attack("a list", "list", CAUSAL_ROW.tolist()),
+        attack("the whole mask", "got (6, 6)", causal_mask(6)),
+        attack("a float tensor", "torch.float32", CAUSAL_ROW.float()),
+        attack("polarity reversed", "polarity", ~CAUSAL_ROW),
+        attack("position 3 may not see itself", "may attend to itself", causal_mask(6)[2]),
+        attack("the encoder's all-True row", "the encoder's view", torch.ones(6, dtype=torch.bool)),
+        attack("row 3 of the transposed mask (triu)", "transposed", torch.ones(6, 6, dtype=torch.bool).triu()[3]),
+        attack("a NumPy bool array", "ndarray", np.arange(6) <= 3),
+        attack("a column of shape (6, 1)", "got (6, 1)", CAUSAL_ROW[:, None]),
+        attack("row 4", "row 4", causal_mask(6)[4]),
+        attack("a string", "str", "[True, True, True, True, False, False]"),
+    ],
+}

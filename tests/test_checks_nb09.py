@@ -5,7 +5,7 @@ import math
 
 import pytest
 import torch
-from _check_helpers import assert_correct, assert_hint
+from _check_helpers import assert_correct, assert_hint, attack
 
 from attn_course.checks import (
     check_absorbed_scores,
@@ -218,3 +218,145 @@ def test_check_absorbed_scores_right_answer():
 )
 def test_check_absorbed_scores_hints(answer, words):
     assert_hint(check_absorbed_scores(answer), *words)
+
+
+# ----------------------------------------------------------------------------------------------
+# Attack tables (tests/test_check_attacks.py runs them): plausible wrong answers, each with the words its hint must hold
+# ----------------------------------------------------------------------------------------------
+
+
+def _repeat_tiled_by_expand(kv, h):
+    batch, groups, keys, size = kv.shape
+    return kv[:, None].expand(batch, h // groups, groups, keys, size).reshape(batch, h, keys, size)  # (0, 1, 0, 1)
+
+
+def _decode_step_times_sqrt(q, k, v, cache):
+    keys = k if cache is None else torch.cat([cache[0], k], 2)
+    values = v if cache is None else torch.cat([cache[1], v], 2)
+    return torch.softmax(q @ keys.transpose(-2, -1) * math.sqrt(q.shape[-1]), -1) @ values, (keys, values)
+
+
+def _decode_step_sqrt_six(q, k, v, cache):
+    keys = k if cache is None else torch.cat([cache[0], k], 2)
+    values = v if cache is None else torch.cat([cache[1], v], 2)
+    return torch.softmax(q @ keys.transpose(-2, -1) / math.sqrt(6), -1) @ values, (keys, values)  # d_h = 6 written in
+
+
+def _decode_step_tril(q, k, v, cache):
+    """A causal mask of shape (1, t + 1) made with tril: the new query keeps key 0 only."""
+    keys = k if cache is None else torch.cat([cache[0], k], 2)
+    values = v if cache is None else torch.cat([cache[1], v], 2)
+    scores = q @ keys.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (B, H, 1, t + 1)
+    mask = torch.ones(1, keys.shape[2], dtype=torch.bool).tril()
+    return torch.softmax(scores.masked_fill(~mask, -math.inf), -1) @ values, (keys, values)
+
+
+def _decode_step_three(q, k, v, cache):
+    out, cache = _decode_step(q, k, v, cache)
+    return out, (*cache, cache[0].shape[2])
+
+
+def _absorbed_head_zero(q, w_uk, latents):
+    return torch.einsum("bhtd,dc->bhtc", q, w_uk[0]) @ latents.unsqueeze(1).transpose(-2, -1)  # one W_UK for all
+
+
+def _absorbed_three_heads(q, w_uk, latents):
+    c = latents.unsqueeze(1).expand(-1, 3, -1, -1)  # (B, 3, K, d_c): H = 3 written in, right only when H = 3
+    return torch.einsum("bhtd,hdc->bhtc", q, w_uk) @ c.transpose(-2, -1)
+
+
+ATTACKS = {
+    "check_repeat_kv": [
+        attack("left as None", "replace None", None),
+        attack(
+            "tiled with repeat: heads (0, 1, 0, 1)", "wrong order", lambda kv, h: kv.repeat(1, h // kv.shape[1], 1, 1)
+        ),
+        attack("tiled with expand and reshape", "wrong order", _repeat_tiled_by_expand),
+        attack(
+            "repeated along the keys (dim 2)",
+            "along dim 2",
+            lambda kv, h: kv.repeat_interleave(h // kv.shape[1], dim=2),
+        ),
+        attack("kv returned unchanged", "kv unchanged", lambda kv, h: kv),
+        attack("H copies, not H / G", "not H times", lambda kv, h: kv.repeat_interleave(h, dim=1)),
+        attack("2 copies written in", "written in", lambda kv, h: kv.repeat_interleave(2, dim=1)),
+        attack(
+            "(B, K, H, d_h): the axes swapped",
+            "axes",
+            lambda kv, h: kv.repeat_interleave(h // kv.shape[1], dim=1).transpose(1, 2),
+        ),
+        attack("a list", "list", lambda kv, h: kv.repeat_interleave(h // kv.shape[1], dim=1).tolist()),
+        attack("a NumPy array", "ndarray", lambda kv, h: kv.repeat_interleave(h // kv.shape[1], dim=1).numpy()),
+        attack("adds 1 to kv in place", "in place", _repeat_in_place),
+        attack("float16", "dtype", lambda kv, h: kv.repeat_interleave(h // kv.shape[1], dim=1).half()),
+    ],
+    "check_decode_step": [
+        attack("left as None", "replace None", None),
+        attack(
+            "ignores the cache",
+            "ignores the cached positions",
+            lambda q, k, v, c: _decode_step(q, k, v, c, include_cache=False),
+        ),
+        attack("the cache never grows", "should have shape", _step_keeping_one),
+        attack(
+            "new position first",
+            "goes after the cached ones",
+            lambda q, k, v, c: _decode_step(q, k, v, c, new_first=True),
+        ),
+        attack(
+            "no 1/sqrt(d_h)", "divide the scores by sqrt(d_h)", lambda q, k, v, c: _decode_step(q, k, v, c, scale=False)
+        ),
+        attack("times sqrt(d_h) instead of divided", "multiplied", _decode_step_times_sqrt),
+        attack("d_h = 6 written in", "written in", _decode_step_sqrt_six),
+        attack(
+            "softmax over the queries", "over the keys", lambda q, k, v, c: _decode_step(q, k, v, c, softmax_dim=-2)
+        ),
+        attack("a tril mask of shape (1, t + 1)", "no mask", _decode_step_tril),
+        attack("scales q in place", "changed its input q in place", _step_in_place),
+        attack("returns out alone", "return two things", lambda q, k, v, c: _decode_step(q, k, v, c)[0]),
+        attack("a cache of three things", "a tuple of 3", _decode_step_three),
+        attack("cache None at the first call", "first call gets cache None", _step_without_none),
+        attack(
+            "computed in float16",
+            "float16",
+            lambda q, k, v, c: _decode_step(
+                q.half(), k.half(), v.half(), c if c is None else tuple(t.half() for t in c)
+            ),
+        ),
+    ],
+    "check_cache_memory": [
+        attack("left as None", "replace None", None),
+        attack("a string", "str", "2"),
+        attack("keys only", "the cache holds keys and values", 1.0),
+        attack("float32's 4 bytes", "2 bytes per value, not 4", 4.0),
+        attack("GB instead of GiB", "not 10^9", 2 * 2**30 / 1e9),
+        attack("neither factor 2", "another factor 2", 0.5),
+        attack("in MiB", "MiB", 2048.0),
+        attack("in bytes", "number of bytes", float(2 * 2**30)),
+        attack("one layer", "one layer's cache", 2 / 32),
+        attack("one token", "one token's cache", 2 / 4096),
+        attack("Llama 2 70B's row of the table", "Llama 2 70B", 2 * 80 * 8 * 128 * 4096 * 2 / 2**30),
+        attack("the prose's batch of 8", "a batch of 8", 16.0),
+        attack("a list", "list", [2.0]),
+    ],
+    "check_absorbed_scores": [
+        attack("left as None", "replace None", None),
+        attack("a string", "expected a function", "scores"),
+        attack("a list", "list", lambda q, w, c: _absorbed(q, w, c).tolist()),
+        attack(
+            "scaled by 1/sqrt(d_h)", "raw dot products", lambda q, w, c: _absorbed(q, w, c) / math.sqrt(q.shape[-1])
+        ),
+        attack(
+            "summed over the heads",
+            "do not sum over the heads",
+            lambda q, w, c: _absorbed(q, w, c).sum(1, keepdim=True).expand(-1, q.shape[1], -1, -1),
+        ),
+        attack("head 0's W_UK for every head", "W_UK[0]", _absorbed_head_zero),
+        attack("(B, H, K, T): transposed", "transposed", lambda q, w, c: _absorbed(q, w, c).transpose(-2, -1)),
+        attack("soft-maxed", "attention weights", lambda q, w, c: _absorbed(q, w, c).softmax(-1)),
+        attack("rounded", "rounded", lambda q, w, c: _absorbed(q, w, c).round(decimals=2)),
+        attack("H = 3 written in", "written in", _absorbed_three_heads),
+        attack("zeroes the latents in place", "changed its input latents in place", _absorbed_in_place),
+        attack("a NumPy array", "ndarray", lambda q, w, c: _absorbed(q, w, c).numpy()),
+    ],
+}

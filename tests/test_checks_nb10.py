@@ -5,7 +5,7 @@ import math
 
 import pytest
 import torch
-from _check_helpers import assert_correct, assert_hint
+from _check_helpers import assert_correct, assert_hint, attack
 
 from attn_course import (
     checks,
@@ -302,3 +302,92 @@ def test_check_tile_update_names_an_unshifted_exp():
         return new_max, running_sum * rescale + fresh.sum(-1), acc * rescale[:, None] + torch.exp(scores) @ values
 
     assert_hint(checks.check_tile_update(unshifted), "exp(scores) unshifted", "overflows")
+
+
+def test_check_tile_update_takes_the_three_tensors_in_a_list_too():
+    assert_correct(checks.check_tile_update(lambda *inputs: list(_tile_update(*inputs))), "fully masked")
+
+
+# ----------------------------------------------------------------------------------------------
+# Attack tables (tests/test_check_attacks.py runs them): plausible wrong answers, each with the words its hint must hold
+# ----------------------------------------------------------------------------------------------
+
+
+def _online_step_numpy(running_max, running_sum, block):
+    return tuple(t.numpy() for t in _online_step(running_max, running_sum, block))
+
+
+def _online_step_global_max(running_max, running_sum, block):
+    new_max = torch.maximum(running_max, block.max())  # one maximum for all rows
+    return new_max, running_sum * torch.exp(running_max - new_max) + torch.exp(block - new_max[:, None]).sum(-1)
+
+
+def _online_step_half(running_max, running_sum, block):
+    return _online_step(running_max.half(), running_sum.half(), block.half())
+
+
+def _tile_update_list(*inputs):
+    return [t.numpy() for t in _tile_update(*inputs)]
+
+
+ATTACKS = {
+    "check_online_step": [
+        attack("left as None", "replace None", None),
+        attack("old sum not rescaled", "not rescaled", _bad_step("no-rescale")),
+        attack("block exponentiated against the old maximum", "against the new maximum", _bad_step("old-max")),
+        attack("rescaling inverted", "inverted", _bad_step("inverted")),
+        attack("no maximum subtracted", "overflows", _bad_step("no-max-subtracted")),
+        attack("new_max is the block's maximum alone", "ignores running_max", _bad_step("block-max-only")),
+        attack("keepdim=True", ("must have shape (5,)", "got (5, 1)"), _bad_step("keepdim")),
+        attack("running_sum updated in place", "changed its input running_sum in place", _online_step_in_place),
+        attack("block exponentiated in place", "changed its input block in place", _online_step_block_in_place),
+        attack("new_sum rounded", "rounded to 2 decimals", _online_step_rounded),
+        attack("6 rows written in", "the error names a size (6)", _online_step_six_rows),
+        attack("the placeholders left", "replace the None placeholders", _bad_step("placeholders")),
+        attack("one tensor returned", ("return two tensors", "got a tensor of shape"), _bad_step("one-tensor")),
+        attack("NumPy arrays returned", "ndarray", _online_step_numpy),
+        attack("the maximum over every row (block.max())", "one maximum for all rows", _online_step_global_max),
+        attack("computed in float16", "float16", _online_step_half),
+    ],
+    "check_tile_update": [
+        attack("left as None", "replace None", None),
+        attack("nothing rescaled", "old output is not rescaled", _bad_tile("no-rescale")),
+        attack("rescaling inverted", "inverted", _bad_tile("wrong-sign")),
+        attack("running sum not updated", "update l too", _bad_tile("forgot-l")),
+        attack("output normalised at every step", "un-normalised", _bad_tile("normalised")),
+        attack("P against the old maximum", "against the new maximum", _bad_tile("old-max")),
+        attack("NaN on a fully masked block", "-inf - (-inf)", _bad_tile("nan-on-masked")),
+        attack("the stand-in maximum returned", "must stay -inf", _bad_tile("safe-max-returned")),
+        attack("acc updated in place", "changed its input acc in place", _bad_tile("acc-in-place")),
+        attack("V = 3 written in", "write none in", _bad_tile("hard-coded-v")),
+        attack("5 rows written in", "written in", _bad_tile("hard-coded-rows")),
+        attack("output rounded", "rounded to 3 decimals", _bad_tile("rounded")),
+        attack("two tensors returned", "got a tuple of 2", _bad_tile("two")),
+        attack("a list of NumPy arrays", "ndarray", _tile_update_list),
+    ],
+    "check_causal_tiles": [
+        attack("left as None", "replace None", None),
+        attack("a string", "str", "36"),
+        attack("every tile", "every tile", 64),
+        attack("below the diagonal only", "below the diagonal only", 28),
+        attack("1000 / 128 not rounded up", "the last block is shorter", 1000 / 128 * (1000 / 128 + 1) / 2),
+        attack("pairs of positions, not tiles", "pairs of positions", 1000 * 1001 // 2),
+        attack("the blocks per side", "blocks per side, not tiles", 8),
+        attack("half of the tiles", "half", 32),
+        attack("blocks of 64", "16 blocks per side", 16 * 17 // 2),
+        attack("a list", "list", [36]),
+    ],
+    "check_tiled_bytes": [
+        attack("left as None", "replace None", None),
+        attack("a string", "str", "69206016"),
+        attack("elements, not bytes", "number of elements", 69_206_016 // 4),
+        attack("Q and the output left out", "reading Q once", 4 * 2 * 32 * 4096 * 64),
+        attack("K and V read once", "not once in all", 4 * 4 * 4096 * 64),
+        attack("in MiB", "in MiB", 66.0),
+        attack("rounded", "exact number of bytes", 69_200_000),
+        attack("float16's 2 bytes", "2 bytes per element", 69_206_016 // 2),
+        attack("the materialised pass", "materialised", 4 * (4 * 4096 * 64 + 4 * 4096 * 4096)),
+        attack("blocks of 64, as in a printed example", "b = 128", 4 * (2 * 4096 * 64 + 2 * 64 * 4096 * 64)),
+        attack("a list", "list", [69_206_016]),
+    ],
+}

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from _check_helpers import assert_correct, assert_hint
+from _check_helpers import assert_correct, assert_hint, attack
 
 from attn_course import (
     alibi_bias,
@@ -352,8 +352,10 @@ def test_check_yarn_frequencies_names_rounded_and_hard_coded_answers():
     assert_hint(check_yarn_frequencies(lambda d, b, s, n: _yarn(64, b, s, n)), "from the head_dim argument")
 
 
-def test_check_yarn_frequencies_accepts_a_float32_answer_and_the_other_clamp():
-    """float32 as transformers computes it, and a ramp end clamped to head_dim / 2 - 1 (the same pairs): both right."""
+def test_check_yarn_frequencies_accepts_a_float32_answer():
+    """float32, as transformers computes it, is right. (A ramp end clamped to head_dim / 2 - 1 instead of head_dim - 1
+    passed too while no hidden case took the end past the last pair; now one does, and it is named: see the attack
+    table.)"""
     assert_correct(check_yarn_frequencies(lambda d, b, s, n: _yarn(d, b, s, n).float()))
 
 
@@ -371,3 +373,169 @@ def test_check_yarn_frequencies_accepts_a_float32_answer_and_the_other_clamp():
 def test_check_yarn_kept_names_more_faults(answer, words):
     """Indices from 1, a missing pair 0 and a True / False mask got the generic hint; [0.5] was read as [0]."""
     assert_hint(check_yarn_kept(answer), *words)
+
+
+def test_check_yarn_frequencies_has_a_case_whose_ramp_end_is_clamped():
+    """Without a case whose ceil of the 1-turn pair index passes head_dim - 1, leaving out that clamp passed."""
+    from attn_course.checks.nb11 import _YARN_CASES
+
+    def end(head_dim, base, factor, original_len):
+        return math.ceil(head_dim * math.log(original_len / (2 * math.pi)) / (2 * math.log(base)))
+
+    assert any(end(*case) > case[0] - 1 for case in _YARN_CASES)
+    assert_hint(check_yarn_frequencies(_yarn_upper_end_not_clamped), "clamp the ramp's end to head_dim - 1")
+
+
+def test_check_yarn_frequencies_calls_the_clamp_of_pair_0_the_codes_edge_behaviour_not_the_papers_rule():
+    feedback = check_yarn_frequencies(lambda d, b, s, n: _yarn_wrong(d, b, s, n, clamp=False))
+    assert_hint(feedback, "implementation's edge behaviour, not the paper's rule", "linear in the number of turns")
+    assert "alpha = 1, beta = 32" in feedback.message and "linearly in the pair index" in feedback.message
+
+
+# ----------------------------------------------------------------------------------------------
+# Attack tables (tests/test_check_attacks.py runs them): plausible wrong answers, each with the words its hint must hold
+# ----------------------------------------------------------------------------------------------
+
+
+def _rope_d_eight(x, positions):
+    """The visible example's D = 8 written in the frequencies."""
+    omega = 10000.0 ** (-2.0 * torch.arange(4, dtype=torch.float64) / 8)  # (4,)
+    angles = positions.double().unsqueeze(-1) * omega  # (L, 4)
+    a, b = x[..., 0::2], x[..., 1::2]
+    return torch.stack((a * angles.cos() - b * angles.sin(), a * angles.sin() + b * angles.cos()), dim=-1).flatten(-2)
+
+
+def _rope_two_d_only(x, positions):
+    """Right for a 2-D x (L, D) only: x[:, 0::2] slices the first axis of a batched x."""
+    omega = 10000.0 ** (-2.0 * torch.arange(x.shape[-1] // 2, dtype=torch.float64) / x.shape[-1])
+    angles = positions.double().unsqueeze(-1) * omega  # (L, D/2)
+    a, b = x[:, 0::2], x[:, 1::2]
+    return torch.stack((a * angles.cos() - b * angles.sin(), a * angles.sin() + b * angles.cos()), dim=-1).flatten(-2)
+
+
+def _alibi_with_causal_mask():
+    row = alibi_bias(4, 6, 6)[1, 3].clone()
+    row[4:] = -math.inf  # the causal mask baked into the bias
+    return row
+
+
+def _yarn_upper_end_not_clamped(head_dim, base, factor, original_len, last=None):
+    """YaRN with the ramp's end not clamped to head_dim - 1 (or clamped to ``last`` instead)."""
+
+    def pair_index(rotations):
+        return head_dim * math.log(original_len / (rotations * 2 * math.pi)) / (2 * math.log(base))
+
+    low, high = max(math.floor(pair_index(32)), 0), math.ceil(pair_index(1))  # only the start clamped
+    high = high if last is None else min(high, last)
+    high = high + 0.001 if high == low else high
+    omega = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+    ramp = ((torch.arange(head_dim // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)
+    return (omega / factor) * ramp + omega * (1 - ramp)
+
+
+ATTACKS = {
+    "check_rope_angle": [
+        attack("left as None", "replace None", None),
+        attack("a string", "str", "0.5"),
+        attack("pair 0's angle", "pair 0", 5.0),
+        attack("exponent -j / D", "-2/8, not -1/8", 5 * 10000 ** (-1 / 8)),
+        attack("j counted in columns", "j counts pairs", 5 * 10000 ** (-4 / 8)),
+        attack("divided by the frequency", "do not divide", 5 / 10000 ** (-2 / 8)),
+        attack("in degrees", "not degrees", math.degrees(0.5)),
+        attack("the frequency w_1 alone", "that is w_1", 0.1),
+        attack("in turns", "turns", 0.5 / (2 * math.pi)),
+        attack("every pair's angle", "got Tensor", torch.tensor([5.0, 0.5, 0.05, 0.005])),
+    ],
+    "check_alibi_row": [
+        attack("left as None", "replace None", None),
+        attack("a list", "list", [-3 / 16, -2 / 16, -1 / 16, 0.0, 0.0, 0.0]),
+        attack("one key short", "got (5,)", torch.zeros(5)),
+        attack("an integer tensor", "floating-point", torch.zeros(6, dtype=torch.long)),
+        attack("the sign flipped", "penalty", -alibi_bias(4, 6, 6)[1, 3]),
+        attack(
+            "symmetric distances", "not -m (j - i)", torch.tensor([-3 / 16, -2 / 16, -1 / 16, 0.0, -1 / 16, -2 / 16])
+        ),
+        attack("head counted from 1", "head 0's row", alibi_bias(4, 6, 6)[0, 3]),
+        attack("head 2", "head 2's row", alibi_bias(4, 6, 6)[2, 3]),
+        attack("the causal mask's -inf baked in", "separate", _alibi_with_causal_mask()),
+        attack("query 2's row", "query 2", alibi_bias(4, 6, 6)[1, 2]),
+        attack("the whole matrix", "got (6, 6)", alibi_bias(4, 6, 6)[1]),
+        attack("a NumPy array", "ndarray", alibi_bias(4, 6, 6)[1, 3].numpy()),
+    ],
+    "check_apply_rope": [
+        attack("left as None", "replace None", None),
+        attack("forgot to return", "returned None", lambda x, p: None),
+        attack("half-split pairs", "half-split", lambda x, p: _rope_variant(x, p, pairing="half")),
+        attack("read interleaved, written half-split", "wrote them back", _rope_mixed_layout),
+        attack("clockwise", "wrong sign", lambda x, p: _rope_variant(x, p, sign=-1.0)),
+        attack("row index as the position", "row index", lambda x, p: _rope_variant(x, p, use_rows=True)),
+        attack("exponent -j / D", "base^(-1 j / D)", lambda x, p: _rope_variant(x, p, exponent=1.0)),
+        attack("rotates x in place", "changed its input x in place", _rope_in_place),
+        attack("nothing rotated", "nothing was rotated", lambda x, p: x.clone()),
+        attack("D = 8 written in", "written in", _rope_d_eight),
+        attack("a list", "list", lambda x, p: apply_rope(x, p).tolist()),
+        attack("a NumPy array", "ndarray", lambda x, p: apply_rope(x, p).numpy()),
+        attack("scaled pairs", "keeps the length", lambda x, p: _rope_variant(x, p, scale=2.0)),
+        attack("x[:, 0::2]: 2-D x only", "batch axes", _rope_two_d_only),
+        attack("computed in float16", "float16", lambda x, p: apply_rope(x.half(), p)),
+    ],
+    "check_yarn_frequencies": [
+        attack("left as None", "replace None", None),
+        attack("the ramp reversed", "wrong way round", lambda d, b, s, n: _yarn(d, b, s, n, reverse=True)),
+        attack(
+            "beta_fast and beta_slow swapped",
+            "beta_fast and beta_slow are swapped",
+            lambda d, b, s, n: _yarn(d, b, s, n, beta=(1, 32)),
+        ),
+        attack("multiplied by the factor", "do not multiply", lambda d, b, s, n: _yarn(d, b, 1 / s, n)),
+        attack(
+            "floor and ceil swapped",
+            "floor and ceil are swapped",
+            lambda d, b, s, n: _yarn_wrong(d, b, s, n, rounding=(math.ceil, math.floor)),
+        ),
+        attack("round()", "round()", lambda d, b, s, n: _yarn_wrong(d, b, s, n, rounding=(round, round))),
+        attack("ends not clamped", "clamp the ramp's ends", lambda d, b, s, n: _yarn_wrong(d, b, s, n, clamp=False)),
+        attack("no 0.001 nudge", "add 0.001", lambda d, b, s, n: _yarn_wrong(d, b, s, n, nudge=False)),
+        attack("a turn taken as 1 radian", "2 pi radians", lambda d, b, s, n: _yarn_wrong(d, b, s, n, two_pi=False)),
+        attack(
+            "ramp over the column 2j", "not over the column 2j", lambda d, b, s, n: _yarn_wrong(d, b, s, n, column=True)
+        ),
+        attack(
+            "ramp not clamped", "clamp the ramp to [0, 1]", lambda d, b, s, n: _yarn_wrong(d, b, s, n, clamp_ramp=False)
+        ),
+        attack("position interpolation", "position interpolation", lambda d, b, s, n: frequencies(d, b) / s),
+        attack("NTK-aware scaling", "NTK-aware", lambda d, b, s, n: rope_frequencies(d, b, ("ntk", s))),
+        attack("head_dim 64 written in", "from the head_dim argument", lambda d, b, s, n: _yarn(64, b, s, n)),
+        attack("rounded to 4 decimals", "rounded to 4", lambda d, b, s, n: _yarn(d, b, s, n).round(decimals=4)),
+        attack("a list", "list", lambda d, b, s, n: _yarn(d, b, s, n).tolist()),
+        attack("a NumPy array", "ndarray", lambda d, b, s, n: _yarn(d, b, s, n).numpy()),
+        attack(
+            "the end clamped to the last pair, head_dim / 2 - 1",
+            "clamped the ramp's end to head_dim / 2 - 1",
+            lambda d, b, s, n: _yarn_upper_end_not_clamped(d, b, s, n, last=d // 2 - 1),
+        ),
+        attack(
+            "the upper end not clamped to head_dim - 1",
+            "the ramp's end to head_dim - 1 too",
+            _yarn_upper_end_not_clamped,
+        ),
+        attack(
+            "the visible example's frequencies (D = 8, s = 4, L = 24) whatever the input",
+            "from the head_dim argument",
+            lambda d, b, s, n: rope_frequencies(8, 10000.0, ("yarn", 4.0, 24)),
+        ),
+    ],
+    "check_yarn_kept": [
+        attack("left as None", "replace None", None),
+        attack("one number", "expected a list", 8),
+        attack("a string", "expected a list", "0-8"),
+        attack("pair 8 left out", "pair 8 too", list(range(8))),
+        attack("ceil instead of floor", "not ceil", list(range(10))),
+        attack("the slowed pairs", "slows down", list(range(21, 32))),
+        attack("every pair up to the ramp's end", "pairs 9 to 20 lie on the ramp", list(range(21))),
+        attack("counted from 1", "counted from 0", list(range(1, 10))),
+        attack("a True / False mask", "not True / False", [True] * 9 + [False] * 23),
+        attack("the D = 8 example's answer", "pairs 1 to 8", [0]),
+        attack("indices past 31", "indices 0 to 31", [0, 40]),
+    ],
+}

@@ -5,7 +5,7 @@ import math
 
 import pytest
 import torch
-from _check_helpers import as_int_float_tensor_numpy, assert_correct, assert_hint
+from _check_helpers import as_int_float_tensor_numpy, assert_correct, assert_hint, attack
 
 from attn_course import checks
 
@@ -262,3 +262,74 @@ def test_check_state_capacity_right_answer(answer):
 )
 def test_check_state_capacity_hints(answer, words):
     assert_hint(checks.check_state_capacity(answer), *words)
+
+
+def test_check_recurrent_and_delta_steps_take_their_tensors_in_a_list_too():
+    assert_correct(checks.check_recurrent_step(lambda *inputs: list(_step(*inputs))))
+    assert_correct(checks.check_delta_step(lambda *inputs: list(_delta(*inputs))))
+
+
+# ----------------------------------------------------------------------------------------------
+# Attack tables (tests/test_check_attacks.py runs them): plausible wrong answers, each with the words its hint must hold
+# ----------------------------------------------------------------------------------------------
+
+ATTACKS = {
+    "check_recurrent_step": [
+        attack("left as None", "replace None", None),
+        attack("a string", "expected a function", "f"),
+        attack("the state transposed", "torch.outer(phi_k, v)", _bad_step("transposed")),
+        attack("no decay on the state", "old keys fade", _bad_step("no-decay-state")),
+        attack("decay after adding", "before adding the new key", _bad_step("decay-after-add")),
+        attack("a convex (1 - decay) gate", "no (1 - decay)", _bad_step("convex-gate")),
+        attack("no decay on the normaliser", "decay the normaliser with the state", _bad_step("no-decay-norm")),
+        attack("normaliser sums the query", "add phi_k, not phi_q", _bad_step("norm-with-query")),
+        attack("read before the update", "read after the update", _bad_step("read-before")),
+        attack("no normaliser", "divide by the normaliser", _bad_step("no-normaliser")),
+        attack("0 / 0 on a zero query", "return zeros", _bad_step("nan-on-zero")),
+        attack("S_new @ phi_q", "read along F", _bad_step("read-S-not-ST")),
+        attack("zeros(3) written in", "take every size from the inputs", _bad_step("zeros-hard-coded")),
+        attack("V = 3 written in", "written in", _bad_step("hard-coded")),
+        attack("S updated in place", "changed its input S in place", _bad_step("in-place")),
+        attack("o rounded", "rounded to 2 decimals", _bad_step("rounded")),
+        attack("two tensors returned", "a tuple of 2", _bad_step("two")),
+        attack(
+            "computed in float16",
+            "float16",
+            lambda S, z, q, k, v, d: _step(S.half(), z.half(), q.half(), k.half(), v.half(), d),
+        ),
+    ],
+    "check_delta_step": [
+        attack("left as None", "replace None", None),
+        attack("plain linear attention's sum", "piles", _bad_delta("plain-sum")),
+        attack("no beta", "scale the write by beta", _bad_delta("no-beta")),
+        attack("beta on v alone", "not v alone", _bad_delta("beta-on-v")),
+        attack("the error's sign flipped", "other sign", _bad_delta("sign")),
+        attack("recall with the query", "recall with the key being written", _bad_delta("recall-with-query")),
+        attack("the state transposed", "torch.outer(k, error)", _bad_delta("transposed")),
+        attack("S @ k for the recall", "S @ k reads it the other way", _bad_delta("recall-S-k")),
+        attack("written at the query", "write at the key", _bad_delta("write-at-query")),
+        attack("read from the old state", "read the output from the updated state", _bad_delta("read-old")),
+        attack("beta on the output", "beta scales the write only", _bad_delta("beta-on-output")),
+        attack("S updated in place", "changed its input S in place", _bad_delta("in-place")),
+        attack("S_new rounded", "rounded to 3 decimals", _bad_delta("rounded")),
+        attack("one tensor returned", ("return two tensors", "got a tensor of shape"), _bad_delta("one")),
+        attack(
+            "NumPy arrays returned", "ndarray", lambda S, q, k, v, b: tuple(t.numpy() for t in _delta(S, q, k, v, b))
+        ),
+        attack(
+            "computed in float16", "float16", lambda S, q, k, v, b: _delta(S.half(), q.half(), k.half(), v.half(), b)
+        ),
+    ],
+    "check_state_capacity": [
+        attack("left as None", "replace None", None),
+        attack("a string", "str", "48"),
+        attack("every entry of S", "D x V = 960", 48 * 20),
+        attack("D x D", "D x D", 48 * 48),
+        attack("the value size", "V = 20 is the size of a value", 20),
+        attack("one fewer", "off by one", 47),
+        attack("one more", "off by one", 49),
+        attack("unbounded", "a finite number", math.inf),
+        attack("D + V", "D + V", 48 + 20),
+        attack("a list", "list", [48]),
+    ],
+}

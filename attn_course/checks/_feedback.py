@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -41,8 +42,66 @@ def _tensor_problem(answer, shape: tuple[int, ...], what: str) -> Feedback | Non
     if not isinstance(answer, torch.Tensor):
         return _hint(f"expected a torch.Tensor ({what}), got {type(answer).__name__}.")
     if tuple(answer.shape) != shape:
-        return _hint(f"expected shape {tuple(shape)}, got {tuple(answer.shape)}.")
+        got = tuple(answer.shape)
+        turned = len(shape) >= 2 and shape[-2] != shape[-1] and got == (*shape[:-2], shape[-1], shape[-2])
+        return _hint(
+            f"expected shape {tuple(shape)}, got {got}"
+            + (": transposed, the last two axes are swapped (rows and columns)." if turned else ".")
+        )
+    return _low_precision(answer)
+
+
+def _earlier_shape(answer, shape: tuple[int, ...], earlier: list[tuple[int, ...]]) -> Feedback | None:
+    """A hint when a build-it answer has the shape of an earlier hidden case instead of ``shape`` (sizes written in,
+    or one case's result returned whatever the input); else None."""
+    got = tuple(answer.shape) if isinstance(answer, torch.Tensor) else None
+    if got is None or got == tuple(shape) or got not in earlier:
+        return None
+    return _hint(
+        f"expected shape {tuple(shape)} for these inputs, got {got}, the shape of an earlier hidden case: the result "
+        "must follow the sizes of its inputs (read them from .shape), not the same sizes every call."
+    )
+
+
+def _low_precision(answer: torch.Tensor, what: str = "your tensor") -> Feedback | None:
+    """A hint when ``answer`` is float16 or bfloat16 (about 3 significant digits, too few to check); else None."""
+    if answer.dtype in (torch.float16, torch.bfloat16):
+        return _hint(
+            f"{what} is {str(answer.dtype).removeprefix('torch.')}, which keeps only about 3 significant digits: "
+            "compute in float32 or float64 (leave out .half() and dtype=torch.float16)."
+        )
     return None
+
+
+def _half_precision(*tensors, what: str = "your function's result") -> Feedback | None:
+    """:func:`_low_precision` of the first of ``tensors`` that is float16 or bfloat16; None if none is."""
+    for tensor in tensors:
+        if isinstance(tensor, torch.Tensor) and (problem := _low_precision(tensor, what)) is not None:
+            return problem
+    return None
+
+
+def _raised_on(problem: Feedback, sizes, worked_before: bool) -> Feedback:
+    """``problem`` (from ``_call_on_copies``) with a sentence added when the learner's code raised and a size looks
+    written in: the error quotes a size that this case has not (nor a product of two of them), or the same code ran on
+    an earlier hidden case of other sizes. Other problems come back unchanged."""
+    if not problem.message.startswith("your function raised"):
+        return problem
+    sizes = {int(n) for n in sizes}
+    allowed = sizes | {a * b for a in sizes for b in sizes} | {0, 1}
+    text = re.sub(r"dim(ension)?\s+-?\d+|\[-?\d+, -?\d+\]\s*,\s*but got -?\d+", " ", problem.message)
+    foreign = [n for n in map(int, re.findall(r"(?<![\w.])\d+(?![\w.])", text)) if n not in allowed]
+    if foreign or worked_before:
+        why = (
+            f"the error names a size ({foreign[0]}) that this case does not have"
+            if foreign
+            else "the same code ran on the earlier hidden cases, of other sizes"
+        )
+        return _hint(
+            f"{problem.message.rstrip('.')}: {why}. A size written in, or axes that line up only at those sizes (a "
+            "size of 1 broadcasts)? Take every size from the inputs (their .shape) and line the axes up."
+        )
+    return problem
 
 
 def _close(a: torch.Tensor, b: torch.Tensor, tol: float = 1e-4) -> bool:

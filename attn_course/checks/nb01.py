@@ -15,6 +15,7 @@ from ._feedback import (
     _close,
     _function_answer,
     _hint,
+    _low_precision,
     _not_finite,
     _number,
     _ok,
@@ -56,6 +57,14 @@ def check_nw_weights(weights) -> Feedback:
         return _hint("square the distance: the score is -(x - x_i)^2 / 2.")
     if abs(float(weights.sum()) - 1) > 1e-4:
         return _hint(f"attention weights sum to 1, yours sum to {float(weights.sum()):.4f}.")
+    if _close(weights, torch.nn.functional.one_hot(d2.argmin(), 3).double()):
+        return _hint(
+            "all weight on the nearest key is the limit h -> 0; with h = 1 the softmax spreads it over the keys."
+        )
+    if _close(weights, torch.full((3,), 1 / 3, dtype=torch.float64)):
+        return _hint("equal weights 1/3 are the limit h -> infinity; with h = 1 nearer keys get more weight.")
+    if _close(weights.sort().values, right.sort().values):
+        return _hint("the right weights in another order: entry i belongs to key i, in the order 1.0, 2.0, 4.0.")
     return _hint("the weights sum to 1 but are not softmax(-(x - x_i)^2 / 2); check each score.")
 
 
@@ -83,6 +92,10 @@ def check_pooling_limit(answer, y_train: torch.Tensor) -> Feedback:
     for hint in (_not_finite(torch.tensor(value), "your number"), _rounded(value, target)):
         if hint is not None:
             return hint
+    if math.isclose(value, float(y_train.sum()), rel_tol=1e-4, abs_tol=1e-4):
+        return _hint(f"that is the sum of the {len(y_train)} targets; each has weight 1/n, so divide the sum by n.")
+    if math.isclose(value, 1 / len(y_train), rel_tol=1e-4, abs_tol=1e-4):
+        return _hint("that is the weight 1/n each key gets; the prediction is the weighted sum of the targets.")
     if math.isclose(value, float(y_train.median()), rel_tol=1e-4, abs_tol=1e-4):
         return _hint("that is the median; with equal weights 1/n the weighted sum is a different statistic.")
     return _hint(
@@ -100,6 +113,8 @@ def check_epanechnikov(fn: Callable[[torch.Tensor], torch.Tensor] | None) -> Fee
         problem = _tensor_problem(got, tuple(u.shape), "a tensor of K(u) values shaped like u")
     if problem is not None:
         return problem
+    if not got.is_floating_point():
+        return _hint(f"K(u) values are fractions such as 0.75: return a floating-point tensor, got {got.dtype}.")
     if _close(got, want):
         return _ok("the weight falls from 3/4 at u = 0 to exactly 0 at |u| = 1 and stays 0 beyond.")
     hint = _not_finite(got, "your K(u)")
@@ -166,6 +181,8 @@ def check_nw_pooling(fn) -> Feedback:
         for got, what, shape in ((weights, "weights", (num_q, num_k)), (pred, "predictions", (num_q,))):
             if not isinstance(got, torch.Tensor):
                 return _hint(f"{what} should be a torch.Tensor, got {type(got).__name__}.")
+            if got.dtype in (torch.float16, torch.bfloat16):
+                return _low_precision(got, f"your {what}")
             if tuple(got.shape) == shape[::-1] and len(shape) == 2:
                 return _hint(
                     f"weights have shape {tuple(got.shape)} = (K, Q): transposed. One row per query: "

@@ -30,6 +30,11 @@ def check_lagrange_weight(answer: float) -> Feedback:
         return _hint("off by one: l_4 belongs to x_4 = 4.2, index 4 counting from 0 (the first point is x_0 = 1.1).")
     if math.isclose(answer, 1 / target, rel_tol=1e-4):
         return _hint("upside down: the factors are (x - x_j) / (x_4 - x_j), x - x_j on top.")
+    if math.isclose(answer, 1.0, rel_tol=1e-9):
+        return _hint(
+            "l_4 is 1 at its own node x_4 = 4.2 (and 0 at the others); evaluate it at the query x = 3.5: "
+            "multiply (3.5 - x_j) / (x_4 - x_j) over every j except j = 4."
+        )
     return _hint("multiply (3.5 - x_j) / (x_4 - x_j) over every j except j = 4 itself.")
 
 
@@ -53,6 +58,23 @@ def check_nearest_neighbour_limit(answer: float) -> Feedback:
         return _hint("6.0 is 0.9 from x = 5.1 and 1.1 from x = 7.1: which one is nearest?")
     if math.isclose(answer, float(y.mean()), abs_tol=1e-6):
         return _hint("that is the limit h -> infinity (average pooling); for h -> 0 the nearest key wins.")
+    nearest = int(torch.argmin((x - 6.0).abs()))
+    if math.isclose(answer, float(x[nearest]), abs_tol=1e-6):
+        return _hint(f"x = {float(x[nearest]):g} is the nearest key; the prediction is the value y that goes with it.")
+    if math.isclose(answer, float(y[6]), abs_tol=1e-6):
+        return _hint(
+            "y_i[6] reads 6.0 as an index (the point x = 4.6); 6.0 is a query position: find the x_i nearest to it."
+        )
+    if answer == 0:
+        return _hint(
+            "every kernel value tends to 0, but the softmax divides them by their sum: as h -> 0 it puts all weight on "
+            "the key with the highest score, the nearest one."
+        )
+    if min(float(y[nearest]), float(y[8])) < answer < max(float(y[nearest]), float(y[8])):
+        return _hint(
+            "that lies between the values of the two neighbours 5.1 and 7.1, a mix for a moderate h; as h -> 0 the "
+            "softmax puts all weight on the key with the highest score, the nearest one."
+        )
     return _hint("as h -> 0 the softmax puts all weight on the key with the highest score, the nearest one.")
 
 
@@ -64,6 +86,25 @@ def check_convex_bound(answer: float) -> Feedback:
         return _ok("a convex combination of the y_i never exceeds max y_i = 5.6 (it gets close as h -> 0 at x = 5.1).")
     if math.isnan(answer):
         return _not_finite(torch.tensor(answer), "your number")
+    x = lagrange_points()[0]
+    if math.isinf(answer):
+        return _hint(
+            "infinity is Lagrange's story (its weights are unbounded); Nadaraya-Watson's weights are positive and sum "
+            "to 1: can a weighted average exceed the largest value?"
+        )
+    if math.isclose(answer, float(x.max()), abs_tol=1e-6):
+        return _hint(
+            "8.3 is the largest x, a query position; the bound is on the estimate, a weighted average of the y_i."
+        )
+    if math.isclose(answer, float(y.sum()), abs_tol=1e-6):
+        return _hint("that is the sum of the y_i; the weights sum to 1, so the estimate is a weighted average of them.")
+    if math.isclose(answer, 1.0, abs_tol=1e-9):
+        return _hint("1 is the sum of the weights; the estimate is sum_i w_i y_i, so the bound is one of the y_i.")
+    if math.isclose(answer, float(y.mean()), abs_tol=1e-6):
+        return _hint(
+            "the mean is where every estimate tends as h -> infinity; a small h at the right x comes closer to one "
+            "y_i: which y_i is largest?"
+        )
     if answer > float(y.max()):
         return _hint("Gaussian weights are positive and sum to 1: can a weighted average exceed the largest value?")
     return _hint("some x and h bring the estimate closer to one of the y_i than this: which y_i is largest?")
@@ -103,6 +144,15 @@ def check_chebyshev_nodes(nodes, n: int = 20, a: float = 0.0, b: float = 5.0) ->
         return _hint("close: those are the cosine extrema; Chebyshev nodes use the angle (2k + 1) pi / (2n).")
     if _close(got, on_ab(torch.cos((2 * k + 1) / (2 * n)))):
         return _hint("the angle is (2k + 1) pi / (2n): you left out pi.")
+    if _close(got, on_ab(torch.cos((2 * k + 3) * math.pi / (2 * n)))):
+        return _hint(
+            "one node too far along: k runs over 0, ..., n - 1 in (2k + 1) pi / (2n) "
+            "(or use 2k - 1 with k = 1, ..., n)."
+        )
+    if _close(got, torch.sort((a + b) / 2 + (b - a) * unit).values):
+        return _hint(
+            f"the nodes spread past [{a:g}, {b:g}]: scale the cosines by (b - a)/2 = {(b - a) / 2:g}, not b - a."
+        )
     return _hint(
         "use x_k = (a + b)/2 + (b - a)/2 cos((2k + 1) pi / (2n)) for k = 0, ..., n - 1, with a = 0, b = 5, n = 20."
     )

@@ -14,6 +14,9 @@ from ._feedback import (
     Feedback,
     _call_on_copies,
     _close,
+    _described,
+    _earlier_shape,
+    _first_hint,
     _function_answer,
     _hint,
     _not_finite,
@@ -61,6 +64,8 @@ def check_scaled_scores(scores) -> Feedback:
         return _hint("divide by the square root of D, not by D.")
     if _close(scores, torch.softmax(raw / math.sqrt(2), dim=-1)):
         return _hint("these are the weights; the scores are what goes into the softmax.")
+    if _close(scores, raw * math.sqrt(2)):
+        return _hint("you multiplied by sqrt(D); divide the dot products by sqrt(D), with D = 2.")
     return _hint("score = (query . key) / sqrt(D) for each key; D = 2 here.")
 
 
@@ -71,7 +76,8 @@ def _two_numbers(answer, what: str) -> tuple[float, float] | Feedback:
         first, second = answer
         return float(first), float(second)
     except (TypeError, ValueError, RuntimeError):
-        return _hint(f"expected two numbers ({what}), got {type(answer).__name__} {answer!r}.")
+        kind = _described(answer) if isinstance(answer, (list, tuple)) else type(answer).__name__
+        return _hint(f"expected two numbers ({what}), got {kind}: {answer!r}.")
 
 
 def check_attention_memory(answer) -> Feedback:
@@ -91,6 +97,14 @@ def check_attention_memory(answer) -> Feedback:
         if near(got[1], scores):
             return _hint("the hidden tensor holds U = 128 numbers for every (query, key) pair, not one.")
         return _hint("the scores are right; the hidden tensor has shape (B, Q, K, U) = (8, 1024, 1024, 128).")
+    if near(got[0], hidden) and near(got[1], scores):
+        return _hint("the pair is swapped: the scores (B, Q, K) come first, then the hidden tensor (B, Q, K, U).")
+    if near(got[0], scores * MIB):
+        return _hint("these are in bytes; divide by 2**20 = 1,048,576 for MiB.")
+    if near(got[0], scores * 2):
+        return _hint("a float32 number takes 4 bytes, not 8 (that is float64).")
+    if near(got[0], scores / 1024):
+        return _hint("that is in GiB (2**30 bytes); the question asks for MiB, 2**20 bytes.")
     if near(got[0], scores / 4):
         return _hint("that counts numbers (in Mi); a float32 number takes 4 bytes.")
     if near(got[0], scores * MIB / 1e6):
@@ -125,6 +139,7 @@ def check_dot_scores_fn(fn) -> Feedback:
     """Build it: ``fn(queries (B, Q, D), keys (B, K, D)) -> (B, Q, K)`` scaled dot-product scores,
     compared with ``queries @ keys^T / sqrt(D)`` on hidden random cases (Q != K, several D)."""
     earlier = None  # the scale of the cases passed so far: a number written in passes one D and fails the next
+    shapes = []  # the shapes of the cases passed so far
     for queries, keys in _dot_cases():
         (b, q, d), k = queries.shape, keys.shape[1]
         raw = torch.matmul(queries, keys.transpose(-2, -1))  # (B, Q, D) x (B, D, K) -> (B, Q, K): the reference first
@@ -137,17 +152,26 @@ def check_dot_scores_fn(fn) -> Feedback:
                 f"transposed: for queries {(b, q, d)} and keys {(b, k, d)} the scores are (B, Q, K) = "
                 f"{(b, q, k)}, you returned {(b, k, q)}; multiply queries by keys.transpose(1, 2)."
             )
-        problem = _tensor_problem(scores, (b, q, k), f"scores of shape (B, Q, K) = {(b, q, k)}")
+        if isinstance(scores, torch.Tensor) and tuple(scores.shape) == (b, q, q) != (b, q, k):
+            if _close(scores, queries @ queries.transpose(-2, -1) / math.sqrt(d)):
+                return _hint("you scored the queries against themselves; score each query against the keys.")
+        problem = _first_hint(
+            _earlier_shape(scores, (b, q, k), shapes),
+            _tensor_problem(scores, (b, q, k), f"scores of shape (B, Q, K) = {(b, q, k)}"),
+        )
         if problem is not None:
             return problem
         if not scores.is_floating_point():
             return _hint(f"scores must be floating point, got {scores.dtype}.")
         if _close(scores, want):
             earlier = math.sqrt(d)
+            shapes.append((b, q, k))
             continue
-        hint = _not_finite(scores, "your scores")
+        hint = _first_hint(_not_finite(scores, "your scores"), _rounded(scores, want))
         if hint is not None:
             return hint
+        if _close(scores, raw * math.sqrt(d)):
+            return _hint("you multiplied by sqrt(D); divide the dot products by sqrt(D).")
         if _close(scores, raw):
             return _hint("missing the 1/sqrt(D) scale: these are the plain dot products.")
         if _close(scores, raw / d):
@@ -231,6 +255,8 @@ def check_additive_scores_fn(fn) -> Feedback:
             )
         if isinstance(scores, torch.Tensor) and tuple(scores.shape) == (b, q, k, units):
             return _hint(f"shape {(b, q, k, units)} is the hidden layer; reduce the last axis with w_v.")
+        if isinstance(scores, torch.Tensor) and tuple(scores.shape) == (b, q, k, 1):
+            return _hint(f"expected shape {(b, q, k)}, got {(b, q, k, 1)}: squeeze the last axis of size 1 away.")
         problem = _tensor_problem(scores, (b, q, k), f"scores of shape (B, Q, K) = {(b, q, k)}")
         if problem is not None:
             return problem
@@ -247,6 +273,8 @@ def check_additive_scores_fn(fn) -> Feedback:
             return _hint("the hidden units are summed; weight them with w_v instead (hidden @ w_v).")
         if _close(scores, torch.softmax(want, dim=-1)):
             return _hint("these are the weights (softmax applied); return the scores that go into the softmax.")
+        if _close(scores, torch.relu(linear) @ w_v) or _close(scores, torch.sigmoid(linear) @ w_v):
+            return _hint("the activation of the hidden units is tanh, not ReLU or a sigmoid.")
         return _hint("score[b, i, j] = w_v . tanh(w_q @ queries[b, i] + w_k @ keys[b, j]); check one entry by hand.")
     return _ok("your additive scores match the torch.nn MLP on [q; k] on 2 hidden cases with Dq != Dk and Q != K.")
 
@@ -264,6 +292,10 @@ def check_parameter_growth(answer) -> Feedback:
             "65,600 against 262,144: U (2D + 1) grows linearly in D for a fixed U, D^2 quadratically; "
             "with U = 64 they are equal near D = 128 and the bilinear score costs more beyond."
         )
+    if got == (bilinear, additive):
+        return _hint("the pair is swapped: the additive count comes first, then the bilinear one.")
+    if got == (units * (2 * 64 + 1), 64 * 64):
+        return _hint("those are the counts at D = 64, the first row of the table; the question asks D = 512.")
     if got[0] == units * 2 * d:
         return _hint("W_q and W_k are counted; add w_v's U = 64 weights.")
     if got[0] == d * (2 * d + 1):
@@ -279,6 +311,8 @@ def check_parameter_growth(answer) -> Feedback:
 def check_variance_scale(answer: float) -> Feedback:
     """The scale that brings q . k back to unit variance when q, k in R^64 have independent components of mean 0
     and variance sigma^2 = 4."""
+    if math.isnan(answer):
+        return _not_finite(torch.tensor(answer), "your number")
     if math.isclose(answer, 32.0, rel_tol=1e-6):
         return _ok(
             "Var(q_i k_i) = sigma^2 sigma^2 = 16, so Var(q . k) = 64 * 16 = 1024 and the scale is "
@@ -290,4 +324,12 @@ def check_variance_scale(answer: float) -> Feedback:
         return _hint("sqrt(D) = 8 is the scale for unit-variance components; here each has variance 4.")
     if math.isclose(answer, 1024.0, rel_tol=1e-6):
         return _hint("1024 is Var(q . k); dividing by c divides the variance by c^2, so take its square root.")
+    if math.isclose(answer, 4.0, rel_tol=1e-6):
+        return _hint("sigma^2 alone leaves out the D = 64 terms of the sum: Var(q . k) = D Var(q_i k_i).")
+    if math.isclose(answer, 1 / 32, rel_tol=1e-6):
+        return _hint("that is the reciprocal: the scale c is what q . k is divided by, so that Var(q . k / c) = 1.")
+    if math.isclose(answer, 256.0, rel_tol=1e-6):
+        return _hint("D sigma^2 = 256 counts one sigma^2 per term: Var(q_i k_i) = sigma^4; then take the square root.")
+    if abs(answer - 32.0) < 0.05 * 32:
+        return _hint("close: that looks measured from samples; compute the scale exactly from Var(q . k) = D sigma^4.")
     return _hint("Var(q . k) = D Var(q_i k_i) and Var(q_i k_i) = E[q_i^2] E[k_i^2]; the scale is the square root.")

@@ -11,7 +11,18 @@ from __future__ import annotations
 import torch
 
 from ..data import three_token_example
-from ._feedback import Feedback, _close, _first_hint, _hint, _not_finite, _ok, _rounded, _tensor_answer
+from ._feedback import (
+    Feedback,
+    _answer_check,
+    _close,
+    _first_hint,
+    _hint,
+    _not_finite,
+    _ok,
+    _rounded,
+    _tensor_answer,
+    _tensor_problem,
+)
 
 __all__ = [
     "check_new_token_key",
@@ -31,16 +42,16 @@ def _parts():
     return ex, x3, keys, values
 
 
-def _outputs(inputs, w_query, w_key, w_value) -> tuple[torch.Tensor, torch.Tensor]:
-    """Unscaled self-attention of the worked example: outputs (T, V) and weights (T, T)."""
-    weights = torch.softmax((inputs @ w_query) @ (inputs @ w_key).T, dim=-1)  # (T, T)
+def _outputs(inputs, w_query, w_key, w_value, scale: float = 1.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Self-attention of the worked example, unscaled unless ``scale`` is given: outputs (T, V) and weights (T, T)."""
+    weights = torch.softmax((inputs @ w_query) @ (inputs @ w_key).T * scale, dim=-1)  # (T, T)
     return weights @ (inputs @ w_value), weights
 
 
 @_tensor_answer((3,), "the key as a tensor of shape (3,)")
 def check_new_token_key(key) -> Feedback:
     """The key of the new token ``x3 = [2, 0, 1, 1]``: ``x3 @ W_K``, shape (3,)."""
-    ex, x3, _, _ = _parts()
+    ex, x3, keys, _ = _parts()
     if _close(key, x3 @ ex.w_key):
         return _ok("k3 = [1, 2, 2]: row 0 of W_K twice, plus rows 2 and 3.")
     problem = _first_hint(_not_finite(key, "your key"), _rounded(key, x3 @ ex.w_key))
@@ -50,10 +61,24 @@ def check_new_token_key(key) -> Feedback:
         return _hint("right token, wrong matrix: keys use W_K.")
     if _close(key, ex.w_key.T @ x3.flip(0)):
         return _hint("the token's numbers are in reverse order: entry i of x3 multiplies row i of W_K.")
+    for token, old_key in enumerate(keys):
+        if _close(key, old_key):
+            return _hint(f"that is the key of token {token}; the new token x3 = [2, 0, 1, 1] has a key of its own.")
+    if _close(key, x3[:3]):
+        return _hint("those are x3's own numbers; its key is x3 @ W_K, a weighted sum of the rows of W_K.")
     return _hint("multiply the row vector [2, 0, 1, 1] by the 4 x 3 matrix W_K.")
 
 
-@_tensor_answer((3,), "three scores as a tensor of shape (3,)")
+def _scores_problem(scores) -> Feedback | None:
+    if isinstance(scores, torch.Tensor) and tuple(scores.shape) == (4,):
+        return _hint(
+            "expected shape (3,), got (4,): the exercise asks for the scores against tokens 0 to 2, without the new "
+            "token's score against itself."
+        )
+    return _tensor_problem(scores, (3,), "three scores as a tensor of shape (3,)")
+
+
+@_answer_check(_scores_problem)
 def check_new_token_scores(scores) -> Feedback:
     """Unscaled scores of the new token's query ``x3 @ W_Q`` against the keys of tokens 0-2, shape (3,)."""
     ex, x3, keys, _ = _parts()
@@ -69,6 +94,12 @@ def check_new_token_scores(scores) -> Feedback:
         return _hint("these are the weights; the scores are the dot products before the softmax.")
     if _close(scores, (ex.inputs @ ex.w_query) @ (x3 @ ex.w_key)):
         return _hint("swapped roles: use the new token's query against the old tokens' keys, not its key.")
+    for token, old_scores in enumerate((ex.inputs @ ex.w_query) @ keys.T):
+        if _close(scores, old_scores):
+            return _hint(f"those are the scores of token {token}'s query; use the new token's query q3 = x3 @ W_Q.")
+    ratio = _one_ratio(scores, want)
+    if ratio is not None:
+        return _hint(f"these are the right scores times {ratio:.4g}; the exercise asks for the unscaled dot products.")
     return _hint("score_j = q3 . k_j, with q3 = x3 @ W_Q and k_j = x_j @ W_K.")
 
 
@@ -95,7 +126,18 @@ def check_new_token_output(output) -> Feedback:
         return _hint("apply the softmax to the scores before weighting the values.")
     if _close(output, torch.softmax(scores, 0) @ keys):
         return _hint("the weights mix the values V, not the keys.")
+    if _close(output, torch.softmax(scores, 0)):
+        return _hint("those are the weights; the output is weights @ V, their mix of the values.")
+    own = torch.cat([scores, (x3 @ ex.w_query @ (x3 @ ex.w_key)).unsqueeze(0)])  # (4,): with its own score
+    if _close(output, torch.softmax(own, 0) @ torch.cat([values, (x3 @ ex.w_value).unsqueeze(0)])):
+        return _hint("the new token attends to tokens 0-2 only; you let it attend to itself too.")
     return _hint("output = softmax(q3 . k_j over j) @ V.")
+
+
+def _one_ratio(got: torch.Tensor, want: torch.Tensor) -> float | None:
+    """The number c with got = c * want, when there is one and it is not 1; else None."""
+    c = float(got.double().sum()) / float(want.sum())
+    return c if abs(c - 1) > 1e-3 and _close(got, c * want) else None
 
 
 @_tensor_answer((3, 3), "the outputs as a tensor of shape (3, 3), one row per token")
@@ -116,6 +158,13 @@ def check_reversed_outputs(outputs) -> Feedback:
         return _hint("row i is the output of the token now in row i; the token x2 is now in row 0.")
     if _close(outputs, original.flip(1)) or _close(outputs, original.flip(0).flip(1)):
         return _hint("reversing the tokens reorders the rows (tokens), not the columns (value dimensions).")
+    if _close(outputs, original.flip(0).T):
+        return _hint("transposed: row i is the output of token i, its columns the value dimensions.")
+    reversed_inputs = ex.inputs.flip(0)
+    if _close(outputs, _outputs(reversed_inputs, ex.w_query, ex.w_key, ex.w_value)[1]):
+        return _hint("those are the attention weights; the outputs are weights @ V.")
+    if _close(outputs, _outputs(reversed_inputs, ex.w_query, ex.w_key, ex.w_value, 3**-0.5)[0]):
+        return _hint("that is the scaled version (scores / sqrt(3)); the exercise asks for the unscaled outputs.")
     return _hint("compute softmax(Q K^T) V for X.flip(0), or predict it from the outputs of the notebook.")
 
 

@@ -8,6 +8,8 @@ from ._feedback import (
     Feedback,
     _answer_check,
     _call_on_copies,
+    _earlier_shape,
+    _first_hint,
     _function_answer,
     _hint,
     _not_finite,
@@ -37,6 +39,29 @@ def _mask_answer(shape: tuple[int, ...], what: str, polarity: str = "True = may 
     return _answer_check(lambda mask: _bool_problem(mask, shape, what, polarity))
 
 
+def _lengths(mask: torch.Tensor) -> list[int] | None:
+    """The number of True at the start of each row when every row is True then False (a padding mask); else None."""
+    counts = mask.sum(-1)  # (B,)
+    if not torch.equal(mask, torch.arange(mask.shape[-1]) < counts.unsqueeze(-1)):
+        return None
+    return counts.tolist()
+
+
+def _length_hint(mask: torch.Tensor, want: list[int], polarity: str) -> Feedback | None:
+    """A hint naming the valid lengths the mask encodes when they are not ``want``; one for padding at the start."""
+    if torch.equal(mask.flip(-1), torch.arange(mask.shape[-1]) < torch.tensor(want).unsqueeze(-1)):
+        return _hint(
+            f"the padding comes at the end of each sequence: positions 0 .. valid_len - 1 are valid ({polarity})."
+        )
+    got = _lengths(mask)
+    if got is None or got == want or bool(mask.all()):  # all True: no lengths were used at all
+        return None
+    return _hint(
+        f"your rows let the first {' and '.join(map(str, got))} positions be attended to; the valid lengths are "
+        f"{' and '.join(map(str, want))}, in that order (position k of sequence b when k < valid_lens[b])."
+    )
+
+
 @_mask_answer((2, 5), "a (2, 5) bool tensor: one row per sequence, one column per position")
 def check_padding_mask(mask) -> Feedback:
     """The (2, 5) padding mask of two sequences of valid lengths 2 and 4: ``True`` = may attend."""
@@ -47,6 +72,9 @@ def check_padding_mask(mask) -> Feedback:
         return _hint("the polarity is reversed: in this course True means 'may attend', so padding is False.")
     if torch.equal(mask, torch.arange(5) <= torch.tensor([[2], [4]])):
         return _hint("off by one: a valid length of 2 means positions 0 and 1, so use < rather than <=.")
+    hint = _length_hint(mask, [2, 4], "True = may attend")
+    if hint is not None:
+        return hint
     return _hint("position k of sequence b may be attended to when k < valid_lens[b].")
 
 
@@ -62,6 +90,8 @@ def check_causal_mask(mask) -> Feedback:
         return _hint("transposed: rows are queries, so row i may be True up to column i (torch.tril).")
     if torch.equal(mask, torch.ones(4, 4, dtype=torch.bool).tril(-1)):
         return _hint("a position may attend to itself: keep the diagonal (tril(), not tril(-1)).")
+    if bool(mask.all()):
+        return _hint("all True lets every query see the future; row i must be True in columns 0..i and False after.")
     return _hint("row i must be True in columns 0..i and False after.")
 
 
@@ -78,6 +108,15 @@ def check_padding_causal_mask(mask) -> Feedback:
         return _hint("that is the causal mask alone; the padded position (column 3) must be hidden too.")
     if torch.equal(mask, padding):
         return _hint("that is the padding mask alone; also hide the future (torch.tril).")
+    if torch.equal(mask, ~(causal & padding)):
+        return _hint(
+            "the polarity is reversed: True means 'may attend'; combine the causal mask and the padding mask with &."
+        )
+    if torch.equal(mask, (causal & padding).T):
+        return _hint("transposed: rows are queries and columns keys; the causal part is lower-triangular (torch.tril).")
+    for length in range(5):
+        if length != 3 and torch.equal(mask, causal & (torch.arange(4) < length)):
+            return _hint(f"the valid length is 3 (columns 0 to 2), not {length}: only column 3 is padding.")
     if torch.equal(mask, causal & padding.T) or torch.equal(mask, causal & padding & padding.T):
         return _hint(
             "padding hides a key, so it masks column 3 (the padded key) for every query, not row 3: the padding mask "
@@ -94,6 +133,11 @@ def check_key_padding_mask(key_padding_mask) -> Feedback:
         return _ok("~ac.sequence_mask(valid_lens, K): PyTorch's key_padding_mask is True where a key is ignored.")
     if torch.equal(key_padding_mask, may_attend):
         return _hint("that is the course's polarity (True = may attend); key_padding_mask wants True = ignore: use ~.")
+    if torch.equal(key_padding_mask, ~(torch.arange(5) <= torch.tensor([[3], [5]]))):
+        return _hint("off by one: a valid length of 3 keeps positions 0 to 2, so ignore positions 3 and 4 (>= 3).")
+    hint = _length_hint(~key_padding_mask, [3, 5], "True = ignore marks the rest")
+    if hint is not None:
+        return hint
     return _hint("start from ac.sequence_mask(valid_lens, 5) and flip it: True must mark the padded positions.")
 
 
@@ -143,6 +187,7 @@ def check_masked_attention(attention) -> Feedback:
     on hidden random cases, on the rows that have something to attend to; a row with nothing to attend to must be
     zeros (there ``F.scaled_dot_product_attention`` gives NaN in older PyTorch versions, zeros in newer ones).
     """
+    shapes = []  # the output shapes of the cases passed so far
     for q, k, v, mask in _attention_cases():
         # the reference first, from the original inputs
         reference = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=mask)
@@ -156,7 +201,14 @@ def check_masked_attention(attention) -> Feedback:
         if isinstance(out, tuple) and len(out) == 2:  # (output, weights) is fine too
             out = out[0]
         want_shape = (*q.shape[:2], v.shape[-1])
-        problem = _tensor_problem(out, want_shape, "the output (B, Q, V)")
+        if isinstance(out, torch.Tensor) and tuple(out.shape) == tuple(mask.shape) != want_shape:
+            return _hint(
+                f"expected shape {want_shape}, got {tuple(mask.shape)}: that is the shape of the weights (B, Q, K); "
+                "the output is weights @ values, (B, Q, V)."
+            )
+        problem = _first_hint(
+            _earlier_shape(out, want_shape, shapes), _tensor_problem(out, want_shape, "the output (B, Q, V)")
+        )
         if problem is not None:
             if isinstance(out, torch.Tensor) and q.shape[1] != k.shape[1] and out.shape[1] == k.shape[1]:
                 return _hint("one row per key: the scores are transposed, use queries @ keys.transpose(-2, -1).")
@@ -177,6 +229,7 @@ def check_masked_attention(attention) -> Feedback:
                     "its scores. Its output must be zeros."
                 )
             return _hint("the row with nothing to attend to must give zeros.")
+        shapes.append(want_shape)
     return _ok(
         "matches F.scaled_dot_product_attention on every row with keys to attend to, and gives zeros (not NaN) on "
         "the row with nothing to attend to."

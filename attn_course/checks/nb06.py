@@ -57,6 +57,12 @@ def check_split_shape(shape) -> Feedback:
         return _hint("each head sees only its share of the features: dh = 8 / 4.")
     if got == (2, 5, 4, 2):
         return _hint("that is after the first reshape; the heads then move next to the batch and merge with it.")
+    if got == (5, 8, 2):
+        return _hint("the folded batch axis B * H comes first, then T and dh: (B, T, H * dh) -> (B * H, T, dh).")
+    if got == (4, 5, 2):
+        return _hint("the batch axis holds B * H = 2 * 4 sequences, every head of every sequence, not H alone.")
+    if len(got) != 3:
+        return _hint(f"split_heads gives a shape of three axes, (B * H, T, dh); yours has {len(got)}.")
     return _hint("(B, T, H * dh) -> (B * H, T, dh) with B = 2, T = 5, H = 4.")
 
 
@@ -71,6 +77,15 @@ def check_parameter_count(answer: float) -> Feedback:
         return _hint("each head uses a slice of the projections, of size 64 / 8: the heads share the 64 x 64 matrices.")
     if answer == 4 * 64 * 64 + 4 * 64:
         return _hint("this layer has no biases (bias=False).")
+    if answer == 4 * 64 * 64 // 8:
+        return _hint(
+            "that is one head's share (64 / 8 columns of each matrix); count the entries of W_q, W_k, W_v and W_o "
+            "whole, as every head's share is in them."
+        )
+    if answer == 64 * 64:
+        return _hint("that is one matrix; there are four of them, W_q, W_k, W_v and W_o.")
+    if answer == 4 * 64:
+        return _hint("each of the four matrices is 64 x 64, so each holds 64 * 64 entries, not 64.")
     return _hint("count the entries of W_q, W_k, W_v and W_o, each num_hiddens x num_hiddens.")
 
 
@@ -115,9 +130,15 @@ def check_split_merge(split_heads, merge_heads) -> Feedback:
     for batch, steps, num_heads, dh in ((2, 5, 4, 3), (3, 4, 2, 5), (1, 6, 3, 2)):
         x = torch.randn(batch, steps, num_heads * dh, generator=gen)
         variants = _split_variants(x, num_heads)  # the reference first, from the original x
+        case = f"on x of shape {tuple(x.shape)} with num_heads = {num_heads}, "
         split, problem = _call_on_copies(split_heads, {"x": x, "num_heads": num_heads})
         if problem is not None:
-            return _hint("split_heads: " + problem.message)
+            return _hint("split_heads: " + case + problem.message)
+        if isinstance(split, torch.Tensor) and tuple(split.shape) == (batch, num_heads, steps, dh):
+            return _hint(
+                f"split_heads: got {tuple(split.shape)} = (B, H, T, dh); fold the head axis into the batch axis, "
+                f"(B * H, T, dh) = {(batch * num_heads, steps, dh)}."
+            )
         problem = _tensor_problem(split, (batch * num_heads, steps, dh), "split_heads's result (B * H, T, dh)")
         if problem is not None:
             return _hint("split_heads: " + problem.message)
@@ -130,7 +151,10 @@ def check_split_merge(split_heads, merge_heads) -> Feedback:
             )
         merged, problem = _call_on_copies(merge_heads, {"x": variants["right"], "num_heads": num_heads})
         if problem is not None:
-            return _hint("merge_heads: " + problem.message)
+            return _hint(
+                f"merge_heads: on x of shape {tuple(variants['right'].shape)} with num_heads = {num_heads}, "
+                + problem.message
+            )
         problem = _tensor_problem(merged, tuple(x.shape), "merge_heads's result (B, T, H * dh)")
         if problem is not None:
             return _hint("merge_heads: " + problem.message)
@@ -154,12 +178,12 @@ def _merge(out: torch.Tensor, batch: int, num_heads: int, order: str) -> torch.T
     return out.reshape(batch, num_heads, steps, dh).permute(0, 2, 1, 3).reshape(batch, steps, -1)  # (B, T, D)
 
 
-def _multi_head(x_q, x_kv, weights, num_heads, *, split="right", merge="right", project=True, scale=None):
+def _multi_head(x_q, x_kv, weights, num_heads, *, split="right", merge="right", project=True, scale=None, dim=-1):
     """Reference multi-head attention with row-vector weights (x @ W), and its typical mistakes."""
     W_q, W_k, W_v, W_o = weights
     q, k, v = (_split_variants(t, num_heads)[split] for t in (x_q @ W_q, x_kv @ W_k, x_kv @ W_v))  # (B * H, T, dh)
     scale = q.shape[-1] ** -0.5 if scale is None else scale
-    out = torch.softmax(q @ k.transpose(-2, -1) * scale, dim=-1) @ v  # (B * H, Q, K) @ (B * H, K, dh)
+    out = torch.softmax(q @ k.transpose(-2, -1) * scale, dim=dim) @ v  # (B * H, Q, K) @ (B * H, K, dh)
     merged = _merge(out, x_q.shape[0], num_heads, merge)  # (B, Q, D)
     return merged @ W_o if project else merged
 
@@ -197,6 +221,7 @@ _MULTI_HEAD_MISTAKES = [
     ({"merge": "strided"}, "wrong reshape when merging: head h's output goes to features h * dh .. (h + 1) * dh - 1."),
     ({"project": False}, "the output projection is missing: multiply the merged heads by W_o."),
     ({"scale": 1.0}, "the scale is missing: each head divides its scores by sqrt(dh), dh = D / H."),
+    ({"dim": -2}, "the softmax runs over the queries: each query's weights over the keys sum to 1, dim=-1."),
 ]
 
 
@@ -242,5 +267,11 @@ def check_multi_head(multi_head) -> Feedback:
             return _hint("the weights are used transposed: the projections are x @ W with W of shape (D, D).")
         if _close(out, _multi_head(x_q, x_kv, weights, num_heads, scale=size**-0.5), 1e-4):
             return _hint("wrong scale: each head has dh = D / H features, so divide by sqrt(dh), not sqrt(D).")
+        for other in range(1, size + 1):
+            if size % other == 0 and other != num_heads and _close(out, _multi_head(x_q, x_kv, weights, other), 1e-4):
+                return _hint(
+                    f"your output is that of {other} heads, but this case has num_heads = {num_heads}: split with the "
+                    "argument num_heads, not a number written in."
+                )
         return _hint("the outputs differ from torch.nn.MultiheadAttention loaded with the same weights.")
     return _ok("matches torch.nn.MultiheadAttention loaded with your weights: heads split, attend, merge, project.")

@@ -64,6 +64,13 @@ def check_rotation(matrix) -> Feedback:
         return _hint("the angle is delta * w = 2 * 0.5 = 1, not 2.")
     if _close(matrix, _rotation(0.5)) or _close(matrix, _rotation(0.5).T):
         return _hint("the angle is delta * w = 2 * 0.5 = 1: that is the rotation by one position, w = 0.5.")
+    if _close(matrix, torch.eye(2, dtype=torch.float64)):
+        return _hint(
+            "the identity leaves every position where it is; the matrix must move i to i + 2: expand sin(a + b) and "
+            "cos(a + b) with a = i w and b = 2 w, and read off the matrix."
+        )
+    if _close(matrix, _rotation(math.radians(1.0))) or _close(matrix, _rotation(math.radians(1.0)).T):
+        return _hint("that is a rotation by 1 degree; the angle delta * w = 1 is in radians (torch.cos(1.0)).")
     return _hint(
         "expand sin(a + b) and cos(a + b) with a = i w and b = 2 w, and read off the matrix: M @ v for a column v, "
         "or v @ M for a row v (either is accepted)."
@@ -142,6 +149,11 @@ def check_positional_encoding(positional_encoding) -> Feedback:
             return problem
         if isinstance(got, torch.Tensor) and tuple(got.shape) == (num_hiddens, num_steps) != (num_steps, num_hiddens):
             return _hint("transposed: one row per position, P has shape (num_steps, num_hiddens).")
+        if isinstance(got, torch.Tensor) and got.dim() == 2 and tuple(got.shape) != (num_steps, num_hiddens):
+            return _hint(
+                f"expected shape {(num_steps, num_hiddens)} for positional_encoding({num_steps}, {num_hiddens}), got "
+                f"{tuple(got.shape)}: read the sizes from num_steps and num_hiddens, not numbers written in."
+            )
         problem = _tensor_problem(got, (num_steps, num_hiddens), "the encoding (num_steps, num_hiddens)")
         if problem is not None:
             return problem

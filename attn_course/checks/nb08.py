@@ -16,6 +16,11 @@ def check_layer_norm(answer) -> Feedback:
     """Layer normalisation (no learned scale or shift, eps ignored) of x = [1, 2, 3, 6]."""
     x = torch.tensor([1.0, 2.0, 3.0, 6.0], dtype=torch.float64)
     right = (x - x.mean()) / x.std(correction=0)
+    if not (answer.is_floating_point() or answer.is_complex()):
+        return _hint(
+            f"your answer is an integer tensor ({answer.dtype}); layer norm gives fractions: give floats "
+            "(leave out .long() and .int())."
+        )
     if _close(answer, right, tol=1e-3):
         return _ok("mean 3, variance 3.5: (x - 3) / sqrt(3.5) = [-1.069, -0.535, 0, 1.604].")
     for hint in (_not_finite(answer, "your answer"), _rounded(answer, right)):
@@ -25,6 +30,23 @@ def check_layer_norm(answer) -> Feedback:
         return _hint("layer norm divides by the population variance (divide by n = 4, not n - 1).")
     if _close(answer, x - x.mean(), tol=1e-3):
         return _hint("centred, yes; now divide by the standard deviation.")
+    named = (
+        (
+            (x - x.mean()) / x.var(correction=0),
+            "you divided by the variance 3.5: divide by its square root, the standard deviation (subtract the mean, "
+            "then divide by sqrt(3.5)).",
+        ),
+        (
+            x / x.pow(2).mean().sqrt(),
+            "that is RMSNorm (x divided by its root mean square, no centring); layer norm first subtracts the mean, "
+            "then divides by the standard deviation.",
+        ),
+        (x, "that is x unchanged: subtract the mean, then divide by the standard deviation."),
+        (-right, "the sign is flipped: x - mean, not mean - x; then divide by the standard deviation."),
+    )
+    for wrong, hint in named:
+        if _close(answer, wrong, tol=1e-3):
+            return _hint(hint)
     return _hint("subtract the mean of the 4 numbers, then divide by their standard deviation.")
 
 
@@ -40,6 +62,20 @@ def check_ffn_parameters(answer: float) -> Feedback:
         return _hint("both linear layers have biases too.")
     if answer in (want * 12, want * 13):
         return _hint("the same two layers serve every position: the count does not depend on the length.")
+    if answer in (32 * 64 + 64, 64 * 32 + 32):
+        return _hint(
+            "that is one of the two layers; count both: two nn.Linear layers, 32 -> 64 and 64 -> 32, each with a "
+            "weight matrix and a bias."
+        )
+    if answer in (want - 64, want - 32):
+        return _hint("one bias is missing: the first layer has 64 biases (one per output), the second 32.")
+    if answer in (4 * want, 8 * want):
+        return _hint("that looks like bytes (4 or 8 per parameter); count the parameters themselves.")
+    if answer in (want + 2 * 32, want + 4 * 32):
+        return _hint(
+            "PositionWiseFFN has no LayerNorm: its parameters are the two nn.Linear layers' (the LayerNorm's scale "
+            "and shift belong to AddNorm)."
+        )
     return _hint("two nn.Linear layers, 32 -> 64 and 64 -> 32, each with a weight matrix and a bias.")
 
 
@@ -60,4 +96,14 @@ def check_causal_row(answer) -> Feedback:
         )
     if _close(answer.double(), torch.ones(6, dtype=torch.float64)):
         return _hint("that is the encoder's view; the decoder must not see later target tokens.")
+    if torch.equal(answer, torch.ones(6, 6, dtype=torch.bool).triu()[3]):
+        return _hint(
+            "that is row 3 of the transposed mask (triu, the upper triangle): position 3 would see the future and "
+            "not the past. The causal mask is the lower triangle, tril."
+        )
+    if torch.equal(answer, torch.arange(6) <= 4):
+        return _hint(
+            "that is row 4's view (positions 0 to 4): positions are numbered from 0; position 3 may see positions 0 to "
+            "3, itself included."
+        )
     return _hint("positions are numbered from 0; position 3 may see positions 0 to 3, itself included.")

@@ -13,10 +13,12 @@ from ._feedback import (
     _close,
     _described,
     _function_answer,
+    _half_precision,
     _hint,
     _not_finite,
     _number_answer,
     _ok,
+    _raised_on,
     _rounded,
 )
 
@@ -33,6 +35,33 @@ def _compare(out: torch.Tensor, want: torch.Tensor, *, wrong_shape: str, mistake
     return _hint(next((hint for wrong, hint in mistakes if torch.equal(out, wrong)), otherwise))
 
 
+def _repeat_shape(kv: torch.Tensor, num_heads: int, got: tuple[int, ...], want: tuple[int, ...]) -> str:
+    """What a result of the wrong shape did, for check_repeat_kv's hint."""
+    batch, groups, keys, size = kv.shape
+    copies = num_heads // groups
+    start = f"for kv of shape {tuple(kv.shape)} and H = {num_heads} expected shape {want}, got {got}"
+    if got == tuple(kv.shape):
+        return f"{start}: that is kv unchanged; copy each of its G heads H / G times (here {copies}) along dim 1."
+    if len(got) == 4 and got[0] == batch and got[2:] == (keys, size) and got[1] % groups == 0:
+        made = got[1] // groups
+        if made == num_heads:
+            return (
+                f"{start}: each head copied H = {made} times, not H times but H / G = {copies} times "
+                "(num_heads // kv.shape[1])."
+            )
+        return (
+            f"{start}: each head copied {made} times where H / G = {copies} here: a count written in? Compute it "
+            "from the inputs, num_heads // kv.shape[1]."
+        )
+    if sorted(got) == sorted(want):
+        return f"{start}: the axes are in another order; the result is (B, H, K, d_h), the heads on dim 1."
+    if len(got) == 4 and got[1] == groups:
+        grown = [axis for axis in (0, 2, 3) if got[axis] != kv.shape[axis]]
+        if grown:
+            return f"{start}: you repeated along dim {grown[0]}; the heads are on dim 1: repeat there, H / G times."
+    return f"{start}: repeat along the head axis (dim 1), H / G times."
+
+
 @_function_answer("your function", "a function")
 def check_repeat_kv(fn) -> Feedback:
     """``fn(kv (B, G, K, dh), num_heads H) -> (B, H, K, dh)``: key/value head ``g`` serves query heads
@@ -46,11 +75,16 @@ def check_repeat_kv(fn) -> Feedback:
             return problem
         if not isinstance(out, torch.Tensor):
             return _hint(f"your function must return a tensor, got {type(out).__name__}.")
+        if tuple(out.shape) != tuple(want.shape):
+            return _hint(_repeat_shape(kv, num_heads, tuple(out.shape), tuple(want.shape)))
+        if out.dtype != kv.dtype:
+            return _hint(
+                f"your result is {out.dtype} where kv is {kv.dtype}: keep kv's dtype (copying heads changes no value)."
+            )
         problem = _compare(
             out,
             want,
-            wrong_shape=f"for kv of shape {tuple(kv.shape)} and H = {num_heads} expected shape {tuple(want.shape)}, "
-            "got {got}: repeat along the head axis (dim 1), H / G times.",
+            wrong_shape="expected shape " + str(tuple(want.shape)) + ", got {got}.",
             mistakes=[
                 (
                     kv.repeat(1, num_heads // groups, 1, 1),  # heads (0, 1, 0, 1) instead of (0, 0, 1, 1)
@@ -89,7 +123,33 @@ def _step_mistakes(q, k, v, t) -> list[tuple[torch.Tensor, str]]:
             @ v[:, :, : t + 1],
             "take the softmax over the keys (the last axis of the scores, dim -1).",
         ),
+        (
+            torch.softmax(q[:, :, now] @ k[:, :, : t + 1].transpose(-2, -1) * math.sqrt(q.shape[-1]), dim=-1)
+            @ v[:, :, : t + 1],
+            "the scores are multiplied by sqrt(d_h); divide them by it: q k^T / sqrt(d_h).",
+        ),
+        (
+            v[:, :, :1].expand(-1, -1, 1, -1) if t > 0 else v[:, :, :0],
+            "the new query reads key 0 alone: a causal mask of shape (1, t + 1) made with tril keeps only the first "
+            "key. The newest query may see every cached position, so it needs no mask.",
+        ),
     ]
+
+
+def _scale_written_in(q, k, v, t, out) -> str | None:
+    """The hint for scores divided by sqrt(n) (or n) for some n other than d_h: a size written in; else None."""
+    size = q.shape[-1]
+    scores = q[:, :, t : t + 1] @ k[:, :, : t + 1].transpose(-2, -1)  # (B, H, 1, t + 1)
+    for n in range(2, 1025):
+        for scale, written in ((math.sqrt(n), f"sqrt({n})"), (float(n), str(n))):
+            if n == size and written.startswith("sqrt"):
+                continue
+            if _close(out, torch.softmax(scores / scale, dim=-1) @ v[:, :, : t + 1], 1e-6):
+                return (
+                    f"the scores are divided by {written}, but d_h = {size} in this hidden case: a size written in? "
+                    "Divide by sqrt(d_h) with d_h = q.shape[-1]."
+                )
+    return None
 
 
 @_function_answer("your function", "a function")
@@ -134,7 +194,11 @@ def check_decode_step(fn) -> Feedback:
                 return _hint(f"return two things, (out, cache), got {_described(result)}.")
             out, cache = result
             if not (isinstance(cache, tuple) and len(cache) == 2 and all(isinstance(c, torch.Tensor) for c in cache)):
-                return _hint("return the cache as a tuple (keys, values) of two tensors, for the next call.")
+                got = "" if isinstance(cache, tuple) and len(cache) == 2 else f" (got {_described(cache)})"
+                return _hint(f"return the cache as a tuple (keys, values) of two tensors, for the next call{got}.")
+            low = _half_precision(out, *cache, what="your output or cache")
+            if low is not None:
+                return low
             shape = (batch, heads, t + 1, size)
             if tuple(cache[0].shape) != shape or tuple(cache[1].shape) != shape:
                 return _hint(
@@ -154,8 +218,11 @@ def check_decode_step(fn) -> Feedback:
                 return bad
             if not _close(out, want[:, :, now], 1e-6):
                 for wrong, hint in _step_mistakes(q, k, v, t):
-                    if _close(out, wrong, 1e-6):
+                    if wrong.shape == out.shape and _close(out, wrong, 1e-6):
                         return _hint(hint)
+                written_in = _scale_written_in(q, k, v, t, out)
+                if written_in is not None:
+                    return _hint(written_in)
                 return _hint(
                     f"at step {t} the output differs from full causal attention over the whole sequence: "
                     "softmax(q k^T / sqrt(d_h)) over all cached keys, times the cached values."
@@ -181,6 +248,21 @@ def check_cache_memory(answer: float) -> Feedback:
         return _hint("a GiB is 2^30 bytes, not 10^9.")
     if abs(answer - want / 4) < 0.01:
         return _hint("count both keys and values (a factor 2), at 2 bytes each (another factor 2).")
+    named = (
+        (want * 2**10, "that is in MiB (2^20 bytes); give GiB, 2^30 bytes: divide by 1024."),
+        (want * gib, "that is a number of bytes; divide by 2^30 to give GiB."),
+        (want / 32, "that is one layer's cache; Llama 2 7B has 32 layers, each with its own keys and values."),
+        (want / 4096, "that is one token's cache; the sequence has 4096 tokens, each with its keys and values."),
+        (
+            2 * 80 * 8 * 128 * 4096 * 2 / gib,
+            "that is Llama 2 70B's cache (80 layers, 8 key/value heads); Llama 2 7B has 32 layers and 32 key/value "
+            "heads.",
+        ),
+        (8 * want, "that is a batch of 8 sequences; the question asks for one sequence of 4096 tokens."),
+    )
+    for wrong, hint in named:
+        if math.isclose(answer, wrong, rel_tol=1e-3):
+            return _hint(hint)
     return _hint(
         "multiply 2 (keys and values) x layers x KV heads x head size x tokens x 2 bytes, then divide by 2^30."
     )
@@ -197,22 +279,29 @@ def check_absorbed_scores(fn) -> Feedback:
     """``fn(q (B, H, T, dh), W_UK (H, dh, d_c), latents (B, K, d_c)) -> scores (B, H, T, K)``:
     ``q_h . (W_UK_h c_j) = (W_UK_h^T q_h) . c_j``, unscaled. Run on hidden cases against the keys built explicitly."""
     gen = torch.Generator().manual_seed(28)
-    for batch, heads, queries, keys, size, latent in ((2, 3, 4, 5, 6, 10), (1, 2, 3, 7, 5, 5), (3, 4, 1, 2, 3, 7)):
+    cases = ((2, 3, 4, 5, 6, 10), (1, 2, 3, 7, 5, 5), (3, 4, 1, 2, 3, 7))
+    for case, (batch, heads, queries, keys, size, latent) in enumerate(cases):
         q = torch.randn(batch, heads, queries, size, generator=gen)
         w_uk = torch.randn(heads, size, latent, generator=gen)
         latents = torch.randn(batch, keys, latent, generator=gen)
         want = _absorbed_reference(q, w_uk, latents)  # the reference first
         out, problem = _call_on_copies(fn, {"q": q, "W_UK": w_uk, "latents": latents})
         if problem is not None:
-            return problem
+            return _raised_on(problem, (batch, heads, queries, keys, size, latent), worked_before=case > 0)
         if not isinstance(out, torch.Tensor):
             return _hint(f"your function must return a tensor, got {type(out).__name__}.")
         if tuple(out.shape) != tuple(want.shape):
+            transposed = tuple(out.shape) == (batch, heads, keys, queries) and keys != queries
             return _hint(
                 f"for q {tuple(q.shape)}, W_UK {tuple(w_uk.shape)} and latents {tuple(latents.shape)} expected scores "
-                f"of shape {tuple(want.shape)} (B, H, T, K), got {tuple(out.shape)}: turn each query into the latent "
-                "space with W_UK_h^T (size d_c), then take its dot product with every latent."
+                f"of shape {tuple(want.shape)} (B, H, T, K), got {tuple(out.shape)}"
+                + (", the last two axes transposed (one row per query, one column per key)" if transposed else "")
+                + ": turn each query into the latent space with W_UK_h^T (size d_c), then take its dot product with "
+                "every latent."
             )
+        low = _half_precision(out, what="your scores")
+        if low is not None:
+            return low
         bad = _not_finite(out, "your scores")
         if bad is not None:
             return bad
@@ -225,6 +314,13 @@ def check_absorbed_scores(fn) -> Feedback:
             return _hint("give the raw dot products: the scaling by sqrt(d) comes later, with the softmax.")
         if _close(out, want.sum(dim=1, keepdim=True).expand_as(want)):
             return _hint("each head h uses its own W_UK_h: do not sum over the heads.")
+        if _close(out, _absorbed_reference(q, w_uk[:1].expand_as(w_uk), latents)):
+            return _hint("every head used W_UK[0], head 0's matrix: head h uses its own W_UK_h = W_UK[h].")
+        if _close(out, want.softmax(dim=-1)):
+            return _hint(
+                "those are attention weights (a softmax over the keys); return the raw scores: the softmax "
+                "comes later, after the scaling."
+            )
         return _hint(
             "the scores differ from q_h . (W_UK_h c_j): compute W_UK_h^T q_h (size d_c) per head, then its dot "
             "product with each latent c_j."

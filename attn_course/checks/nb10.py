@@ -12,10 +12,12 @@ from ._feedback import (
     _described,
     _first_hint,
     _function_answer,
+    _half_precision,
     _hint,
     _not_finite,
     _number_answer,
     _ok,
+    _raised_on,
     _rounded,
 )
 
@@ -102,13 +104,13 @@ def check_online_step(step) -> Feedback:
     1e4). The reference is computed from the originals; the learner's function gets copies, and an input it changes in
     place is named.
     """
-    for what, running_max, running_sum, block in _step_cases():
+    for case, (what, running_max, running_sum, block) in enumerate(_step_cases()):
         want_max, want_sum = _reference_step(running_max, running_sum, block)
         result, problem = _call_on_copies(
             step, {"running_max": running_max, "running_sum": running_sum, "block": block}
         )
         if problem is not None:
-            return _with_case(problem, what)
+            return _with_case(_raised_on(problem, block.shape, worked_before=case > 0), what)
         if isinstance(result, (tuple, list)) and any(t is None for t in result):
             return _hint("replace the None placeholders: new_max and new_sum must be tensors of shape (R,).")
         if not (
@@ -116,6 +118,9 @@ def check_online_step(step) -> Feedback:
         ):
             return _hint(f"return two tensors: (new_max, new_sum), each of shape (R,); got {_described(result)}.")
         new_max, new_sum = (t.detach() for t in result)
+        low = _half_precision(new_max, new_sum, what="new_max or new_sum")
+        if low is not None:
+            return low
         rows = (running_max.shape[0],)
         if tuple(new_max.shape) != rows or tuple(new_sum.shape) != rows:
             return _hint(
@@ -124,6 +129,16 @@ def check_online_step(step) -> Feedback:
                 "reduce the block over its last axis (dim=-1), with no size written in."
             )
         if not torch.allclose(new_max.double(), want_max, rtol=1e-6, atol=1e-6):
+            if torch.allclose(new_max.double(), block.amax(dim=-1)):
+                return _hint(
+                    "new_max is off: it ignores running_max; it is the larger of running_max and the block's largest "
+                    "score, per row."
+                )
+            if torch.allclose(new_max.double(), torch.maximum(running_max, block.max())):
+                return _hint(
+                    "new_max is off: one maximum for all rows (block.max()); each row keeps its own, "
+                    "torch.maximum(running_max, block.amax(dim=-1))."
+                )
             return _hint("new_max is off: it is the larger of running_max and the block's largest score, per row.")
         if torch.allclose(new_sum.double(), want_sum, rtol=1e-6):
             continue
@@ -260,16 +275,23 @@ def check_tile_update(update) -> Feedback:
     cases of varied sizes: the first block, a block that raises the maximum, a fully masked block (first and later)
     and scores of 1e4. The reference is computed from the originals; the learner's function gets copies.
     """
-    for what, inputs in _tile_cases():
+    for case, (what, inputs) in enumerate(_tile_cases()):
         want_max, want_sum, want_acc = _reference_tile(*inputs.values())
         result, problem = _call_on_copies(update, inputs)
         if problem is not None:
-            return _with_case(problem, what)
+            sizes = (*inputs["scores"].shape, inputs["values"].shape[1])
+            return _with_case(_raised_on(problem, sizes, worked_before=case > 0), what)
         if isinstance(result, tuple) and any(t is None for t in result):
             return _hint("replace the None placeholders: return new_max (R,), new_sum (R,) and new_acc (R, V).")
-        if not (isinstance(result, tuple) and len(result) == 3 and all(isinstance(t, torch.Tensor) for t in result)):
-            return _hint("return three tensors: (new_max, new_sum, new_acc), of shapes (R,), (R,) and (R, V).")
+        if not (
+            isinstance(result, (tuple, list)) and len(result) == 3 and all(isinstance(t, torch.Tensor) for t in result)
+        ):
+            got = f" (got {_described(result)})" if isinstance(result, (tuple, list)) else ""
+            return _hint(f"return three tensors: (new_max, new_sum, new_acc), of shapes (R,), (R,) and (R, V){got}.")
         new_max, new_sum, new_acc = (t.detach() for t in result)
+        low = _half_precision(new_max, new_sum, new_acc, what="new_max, new_sum or new_acc")
+        if low is not None:
+            return low
         for name, got, want in (
             ("new_max", new_max, want_max),
             ("new_sum", new_sum, want_sum),
@@ -353,6 +375,25 @@ def check_causal_tiles(answer: float) -> Feedback:
         )
     if answer == 1000 / 128 * (1000 / 128 + 1) / 2 or answer == (1000 // 128) * (1000 // 128 + 1) // 2:
         return _hint("the last block is shorter (1000 is not a multiple of 128) but still a block: ceil(1000 / 128).")
+    if answer == 1000 * 1001 // 2:
+        return _hint("that counts the pairs of positions (N (N + 1) / 2), not the tiles of 128 x 128 pairs.")
+    if answer == blocks:
+        return _hint(
+            f"{blocks} is the number of blocks per side, not tiles: count the tiles on and below the diagonal."
+        )
+    if answer == blocks * blocks / 2:
+        return _hint(
+            f"{answer:g} is half of the {blocks * blocks} tiles, but the {blocks} diagonal tiles are computed whole, "
+            f"with a mask: n (n + 1) / 2 = {blocks} x {blocks + 1} / 2."
+        )
+    whole = math.isfinite(answer) and 0 < answer < 1e12 and answer == int(answer)
+    side = (math.isqrt(8 * int(answer) + 1) - 1) // 2 if whole else 0
+    if side and side * (side + 1) // 2 == answer:  # n (n + 1) / 2 for another n: another block size or length
+        sides = f"{side} block{'s' if side != 1 else ''} per side"
+        return _hint(
+            f"{answer:g} = n (n + 1) / 2 for {sides}; here there are ceil(1000 / 128) = {blocks} blocks per side "
+            "(N = 1000 positions in blocks of 128)."
+        )
     return _hint("count the blocks per side with ceil(N / b), then the tiles on and below the diagonal.")
 
 
@@ -377,6 +418,19 @@ def check_tiled_bytes(answer: float) -> Feedback:
         return _hint("add reading Q once and writing the output once: 2 N d more elements.")
     if math.isclose(answer, 4 * 4 * n * d, rel_tol=1e-9):
         return _hint("K and V are read once per query block, not once in all: n = ceil(N / b) times.")
+    if math.isclose(answer, 2 * elements, rel_tol=1e-9):
+        return _hint("that counts 2 bytes per element, float16's size; float32 takes 4 bytes each.")
+    if math.isclose(answer, 4 * (4 * n * d + 4 * n * n), rel_tol=1e-3):
+        return _hint(
+            "that is the materialised pass (the N x N scores and weights written and read back); the tiled pass never "
+            "writes them: count Q, the output, and K and V once per query block."
+        )
+    reads = (answer / 4 - 2 * n * d) / (2 * n * d)  # how many times this count reads K and V
+    if math.isfinite(reads) and reads >= 1 and reads == int(reads) and reads <= n and reads != math.ceil(n / b):
+        return _hint(
+            f"that reads K and V {reads:g} times, once per query block of about {math.ceil(n / reads)} positions; "
+            f"here the blocks are b = {b} long, so ceil({n} / {b}) = {math.ceil(n / b)} times."
+        )
     return _hint(
         "elements: 2 N d (Q in, output out) + 2 n N d (K and V for each of n = ceil(N / b) query blocks); then bytes."
     )

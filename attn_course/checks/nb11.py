@@ -13,10 +13,12 @@ from ._feedback import (
     _call_on_copies,
     _close,
     _function_answer,
+    _half_precision,
     _hint,
     _not_finite,
     _number_answer,
     _ok,
+    _raised_on,
     _rounded,
     _tensor_answer,
     _tensor_problem,
@@ -41,6 +43,10 @@ def check_rope_angle(answer: float) -> Feedback:
         return _hint("multiply the position by w_j = 10000^(-2j/D); do not divide by it.")
     if math.isclose(answer, math.degrees(right), rel_tol=1e-3):
         return _hint("in radians, please, not degrees.")
+    if math.isclose(answer, right / 5, rel_tol=1e-3):
+        return _hint("that is w_1 = 0.1, the frequency; multiply it by the position p = 5 for the angle.")
+    if math.isclose(answer, right / (2 * math.pi), rel_tol=1e-3):
+        return _hint("that is the angle in turns (divided by 2 pi); give it in radians.")
     return _hint("the angle is p * w_j with w_j = 10000^(-2j / D); here p = 5, j = 1 and D = 8.")
 
 
@@ -50,6 +56,12 @@ def check_alibi_row(row) -> Feedback:
     if not row.is_floating_point():
         return _hint(f"slopes are fractions: use a floating-point tensor, got {row.dtype}.")
     want = alibi_bias(4, 6, 6, dtype=torch.float64)[1, 3]  # head 1: the second, slope 2^(-8 * 2 / 4)
+    finite = torch.isfinite(row)
+    if torch.equal(~finite, torch.arange(6) > 3) and _close(row[finite], want[finite]):
+        return _hint(
+            "ALiBi's bias is 0 after the diagonal: the causal mask is separate (it removes keys 4 and 5 on its own), "
+            "so the bias holds no -inf."
+        )
     if _close(row, want):
         return _ok(
             "slope m_1 = 2^(-8 * (1 + 1) / 4) = 1/16: -3/16, -2/16, -1/16 for keys 0..2, 0 on the diagonal and after."
@@ -66,6 +78,10 @@ def check_alibi_row(row) -> Feedback:
                 f"that is head {h}'s row; heads are counted from 0, h = 0 .. H - 1, and head 1's slope is "
                 "2^(-8 * (1 + 1) / 4)."
             )
+    if _close(row, alibi_bias(4, 6, 6, dtype=torch.float64)[1, 2]):
+        return _hint(
+            "that is query 2's row; query 3, counted from 0, is the fourth row: keys 0, 1, 2 get -3m, -2m, -m."
+        )
     return _hint("bias[j] = -m * (3 - j) for j <= 3 and 0 after, with m = 2^(-8 (h + 1) / H), h = 1, H = 4.")
 
 
@@ -92,27 +108,49 @@ def _variant(x, positions, pairing="interleaved", sign=1.0, exponent=2.0, layout
     return torch.cat((first, second), dim=-1)
 
 
+def _two_d_only(fn, x: torch.Tensor, positions: torch.Tensor) -> Feedback | None:
+    """A hint when ``fn`` fails on a batched x (..., L, D) but is right on one (L, D) slice of it: axes counted from
+    the front (x[:, 0::2]) where x may have batch axes; else None."""
+    if x.dim() <= 2:
+        return None
+    part = x.reshape(-1, *x.shape[-2:])[0]  # (L, D)
+    got, problem = _call_on_copies(fn, {"x": part, "positions": positions})
+    if problem is None and isinstance(got, torch.Tensor) and got.shape == part.shape:
+        if _close(got.detach(), apply_rope(part, positions), 1e-6):
+            return _hint(
+                f"right on an x of shape (L, D), not on one of shape {tuple(x.shape)}: x may have batch axes in front "
+                "of (L, D), so index the last axes (x[..., 0::2], x.shape[-1]), not the first (x[:, 0::2])."
+            )
+    return None
+
+
 @_function_answer("your function: my_rope(x, positions) returning the rotated x", "a function fn(x, positions)")
 def check_apply_rope(fn) -> Feedback:
     """A learner's ``fn(x, positions)`` against ``apply_rope`` on random cases the learner does not see."""
     gen = torch.Generator().manual_seed(11)
-    for shape, _ in _CASES:
+    for case, (shape, _) in enumerate(_CASES):
         x = torch.randn(shape, generator=gen, dtype=torch.float64)
         positions = torch.randperm(40, generator=gen)[: shape[-2]]  # (L,): shuffled, not 0 .. L - 1
         want = apply_rope(x, positions)  # first: the learner only ever sees copies of x and positions
         got, problem = _call_on_copies(fn, {"x": x, "positions": positions})
         if problem is not None:
-            return problem
+            two_d = _two_d_only(fn, x, positions) if problem.message.startswith("your function raised") else None
+            sizes = (*shape, shape[-1] // 2)
+            return two_d if two_d is not None else _raised_on(problem, sizes, worked_before=case > 0)
         if got is None:
             return _hint("your function returned None: return the rotated tensor.")
         problem = _tensor_problem(got, tuple(shape), f"a tensor of x's shape {tuple(shape)}")
         if problem is not None:
-            return problem
+            return _two_d_only(fn, x, positions) or problem
         got = got.detach()
         if (problem := _not_finite(got, "your rotated x")) is not None:
             return problem
+        if (problem := _half_precision(got, what="your rotated x")) is not None:
+            return problem
         if _close(got, want, 1e-6):
             continue
+        if (problem := _two_d_only(fn, x, positions)) is not None:
+            return problem
         if _close(got, x, 1e-6):
             return _hint("nothing was rotated: the result equals x.")
         if _close(got, _variant(x, positions, pairing="half"), 1e-6):
@@ -145,12 +183,13 @@ def check_apply_rope(fn) -> Feedback:
 
 
 # Hidden cases of check_yarn_frequencies: (head_dim, base, factor, original_len), head sizes of different sizes, a ramp
-# that starts above pair 0 (and where floor and ceil matter), one where the 32-turn pair lies below 0, and one so short
-# that both ends of the ramp are clamped to 0 (transformers then adds 0.001 to the end).
+# that starts above pair 0 and whose end, ceil of the 1-turn pair index (22.4), is clamped to head_dim - 1 = 21 (and
+# where floor and round differ: 9.7), one where the 32-turn pair lies below 0, and one so short that both ends of the
+# ramp are clamped to 0 (transformers then adds 0.001 to the end).
 _YARN_CASES = [
     (64, 10000.0, 4.0, 2048),
-    (22, 500.0, 2.5, 300),
-    (8, 10000.0, 4.0, 24),
+    (22, 20.0, 2.5, 2821),
+    (8, 10000.0, 3.0, 30),  # the clamp edge of the notebook's D = 8 example, not that example itself
     (128, 500000.0, 8.0, 8192),
     (10, 10000.0, 3.0, 6),
 ]
@@ -165,6 +204,7 @@ def _yarn_variant(
     original_len,
     rounding=("floor", "ceil"),
     clamp=True,
+    clamp_end=True,
     nudge=True,
     reverse=False,
     beta=(32, 1),
@@ -173,8 +213,10 @@ def _yarn_variant(
     clamp_ramp=True,
 ):
     """YaRN's frequencies with one thing changed, to name what a wrong answer does. ``rounding`` rounds the ramp's
-    start and end, ``clamp`` clamps them to [0, head_dim - 1], ``nudge`` adds 0.001 to an end equal to the start,
-    ``index`` is the ramp's variable (the pair j, or the column 2j), ``clamp_ramp`` clamps the ramp to [0, 1]."""
+    start and end, ``clamp`` clamps them to [0, head_dim - 1] (``clamp_end``: False clamps the start alone, "half"
+    clamps the end to head_dim / 2 - 1), ``nudge``
+    adds 0.001 to an end equal to the start, ``index`` is the ramp's variable (the pair j, or the column 2j),
+    ``clamp_ramp`` clamps the ramp to [0, 1]."""
 
     def pair_index(rotations):
         turn = 2 * math.pi if two_pi else 1.0
@@ -182,7 +224,8 @@ def _yarn_variant(
 
     low, high = _ROUNDINGS[rounding[0]](pair_index(beta[0])), _ROUNDINGS[rounding[1]](pair_index(beta[1]))
     if clamp:
-        low, high = max(low, 0), min(high, head_dim - 1)
+        last = {True: head_dim - 1, "half": head_dim // 2 - 1}.get(clamp_end)
+        low, high = max(low, 0), (high if last is None else min(high, last))
     if nudge and high == low:
         high += 0.001
     omega = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
@@ -242,8 +285,22 @@ def _yarn_named(head_dim, base, factor, original_len):
         ),
         (
             _yarn_variant(*case, clamp=False),
-            "clamp the ramp's ends to [0, head_dim - 1]: when the 32-turn pair index is below 0 the start is 0, so "
-            "pair 0 is kept whole.",
+            "clamp the ramp's ends to [0, head_dim - 1], as transformers and the YaRN authors' code do: when the "
+            "32-turn pair index is below 0 the start becomes 0, so at small sizes pair 0 is kept whole by this clamp. "
+            "That is the implementation's edge behaviour, not the paper's rule: Peng et al.'s ramp is linear in the "
+            "number of turns r = L / lambda (alpha = 1, beta = 32), where the code maps 1 and 32 turns to pair indices "
+            "and ramps linearly in the pair index.",
+        ),
+        (
+            _yarn_variant(*case, clamp_end=False),
+            "clamp the ramp's end to head_dim - 1 too: min(ceil(...), head_dim - 1), as transformers does; here ceil "
+            "of the 1-turn pair index lies beyond head_dim - 1, and the unclamped end makes the ramp too shallow.",
+        ),
+        (
+            _yarn_variant(*case, clamp_end="half"),
+            "you clamped the ramp's end to head_dim / 2 - 1, the last pair; transformers clamps it to head_dim - 1 "
+            "(its dim is the head size). Usually the same, but here ceil of the 1-turn pair index lies beyond the last "
+            "pair, and the two clamps give the ramp different slopes.",
         ),
         (
             _yarn_variant(*case, index="column"),
@@ -259,6 +316,23 @@ def _yarn_named(head_dim, base, factor, original_len):
             "clamp the ramp to [0, 1]: below the start it is 0 (kept), beyond the end 1 (divided by s), not more.",
         ),
     ]
+
+
+def _only_the_end_unclamped(fn, case) -> bool:
+    """Whether, on ``case``, leaving out both clamps and leaving out the end's give the same frequencies, and ``fn``
+    clamps the start where that matters (the hidden cases whose 32-turn pair index is below 0)."""
+    if not _close(_yarn_variant(*case, clamp=False), _yarn_variant(*case, clamp_end=False), 1e-12):
+        return False
+    for other in _YARN_CASES:
+        if _close(_yarn_variant(*other, clamp=False), _yarn_variant(*other, clamp_end=False), 1e-12):
+            continue  # the start's clamp changes nothing here either
+        got, problem = _call_on_copies(
+            fn, {"head_dim": other[0], "base": other[1], "factor": other[2], "original_len": other[3]}
+        )
+        if problem is None and isinstance(got, torch.Tensor) and got.shape == (other[0] // 2,):
+            if _close(got.detach().double(), _yarn_variant(*other, clamp=False), 1e-6):
+                return False  # no clamp at the start either
+    return True
 
 
 @_function_answer(
@@ -307,8 +381,11 @@ def check_yarn_frequencies(fn) -> Feedback:
                     f"close: your frequencies look rounded to {decimals} decimals; return them in full (the slow "
                     "pairs' frequencies are tiny numbers)."
                 )
-        for frequencies, hint in _yarn_named(head_dim, base, factor, original_len):
+        case = (head_dim, base, factor, original_len)
+        for frequencies, hint in _yarn_named(*case):
             if _close(got, frequencies, 1e-6):
+                if hint.startswith("clamp the ramp's ends") and _only_the_end_unclamped(fn, case):
+                    continue  # here the start's clamp changes nothing: name the end's (the next hint)
                 return _hint(hint)
         if _close(got[:1], want[:1], 1e-6) and _close(got[-1:], want[-1:], 1e-6):
             return _hint(
@@ -357,6 +434,16 @@ def check_yarn_kept(answer) -> Feedback:
         return _hint("pair 8 too: the ramp starts at floor(8.06) = 8, where it is still 0.")
     if kept == right[1:]:
         return _hint("pair 0 too: the fastest pair turns the most times of all, and YaRN keeps it.")
+    if kept == right + [right[-1] + 1]:
+        return _hint(
+            f"pair {right[-1] + 1} lies on the ramp: the ramp starts at floor(8.06) = {right[-1]}, not ceil "
+            f"({right[-1] + 1}), so pair {right[-1] + 1} is already slowed a little."
+        )
+    if kept and kept == list(range(kept[-1] + 1)) and kept[-1] < right[-1]:
+        return _hint(
+            f"pairs {kept[-1] + 1} to {right[-1]} also turn more than 32 times over 2048 positions (pair {right[-1]} "
+            "about 33): YaRN keeps them too."
+        )
     if kept and kept[0] >= slowed[0]:
         return _hint("those are pairs YaRN slows down; the kept ones are the fast pairs, those that turn many times.")
     if kept and kept[0] == 0 and kept[-1] > right[-1]:

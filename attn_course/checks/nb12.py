@@ -9,12 +9,15 @@ import torch
 from ._feedback import (
     Feedback,
     _call_on_copies,
+    _described,
     _first_hint,
     _function_answer,
+    _half_precision,
     _hint,
     _not_finite,
     _number_answer,
     _ok,
+    _raised_on,
     _rounded,
 )
 
@@ -37,7 +40,10 @@ def _with_case(problem: Feedback, what: str) -> Feedback:
 
 
 def _tensors(result, count: int) -> bool:
-    return isinstance(result, tuple) and len(result) == count and all(isinstance(t, torch.Tensor) for t in result)
+    """Whether ``result`` is ``count`` tensors, in a tuple (or a list: the same answer in another container)."""
+    return (
+        isinstance(result, (tuple, list)) and len(result) == count and all(isinstance(t, torch.Tensor) for t in result)
+    )
 
 
 def _shape_hint(name: str, got: torch.Tensor, want: torch.Tensor, what: str, advice: str) -> Feedback | None:
@@ -181,16 +187,21 @@ def check_recurrent_step(step) -> Feedback:
     (V,), zeros when the normaliser is 0. Checked on hidden cases of varied F, V and decay (a first step, a state
     after several steps, a query with zero features); the learner's function gets copies.
     """
-    for what, inputs in _step_cases():
+    for case, (what, inputs) in enumerate(_step_cases()):
         want_state, want_norm, want_out = _reference_step(*inputs.values())
         result, problem = _call_on_copies(step, inputs)
         if problem is not None:
-            return _with_case(problem, what)
+            return _with_case(_raised_on(problem, inputs["S"].shape, worked_before=case > 0), what)
         if isinstance(result, tuple) and any(t is None for t in result):
             return _hint("replace the None placeholders: return S_new (F, V), z_new (F,) and o (V,).")
         if not _tensors(result, 3):
-            return _hint("return three tensors: (S_new, z_new, o), of shapes (F, V), (F,) and (V,).")
+            return _hint(
+                f"return three tensors: (S_new, z_new, o), of shapes (F, V), (F,) and (V,); got {_described(result)}."
+            )
         new_state, new_norm, out = (t.detach() for t in result)
+        low = _half_precision(new_state, new_norm, out, what="S_new, z_new or o")
+        if low is not None:
+            return low
         advice = "take every size from the inputs, write none in."
         if tuple(new_state.shape) == tuple(want_state.shape)[::-1] and want_state.shape[0] != want_state.shape[1]:
             return _hint(
@@ -343,16 +354,19 @@ def check_delta_step(step) -> Feedback:
     beta, with unit keys and queries that are not unit vectors, including a key written before; the learner's function
     gets copies.
     """
-    for what, inputs in _delta_cases():
+    for case, (what, inputs) in enumerate(_delta_cases()):
         want_state, want_out = _reference_delta(*inputs.values())
         result, problem = _call_on_copies(step, inputs)
         if problem is not None:
-            return _with_case(problem, what)
+            return _with_case(_raised_on(problem, inputs["S"].shape, worked_before=case > 0), what)
         if isinstance(result, tuple) and any(t is None for t in result):
             return _hint("replace the None placeholders: return S_new (D, V) and o (V,).")
         if not _tensors(result, 2):
-            return _hint("return two tensors: (S_new, o), of shapes (D, V) and (V,).")
+            return _hint(f"return two tensors: (S_new, o), of shapes (D, V) and (V,); got {_described(result)}.")
         new_state, out = (t.detach() for t in result)
+        low = _half_precision(new_state, out, what="S_new or o")
+        if low is not None:
+            return low
         if tuple(new_state.shape) == tuple(want_state.shape)[::-1] and want_state.shape[0] != want_state.shape[1]:
             return _hint(
                 f"S_new must have shape {tuple(want_state.shape)} (D, V), got {tuple(new_state.shape)}: write "
@@ -419,6 +433,11 @@ def check_state_capacity(answer: float) -> Feedback:
         )
     if answer in (d - 1, d + 1):
         return _hint("off by one: count the orthonormal vectors of a D-dimensional space.")
+    if answer == d + v:
+        return _hint(
+            f"D + V = {d + v} adds a key's size to a value's; only the keys limit the reads: how many keys of size D "
+            "can be orthogonal to one another?"
+        )
     return _hint(
         "reading key k_i gives S^T k_i = sum_j (k_j . k_i) v_j: exact when the other keys are orthogonal to k_i. "
         "How many mutually orthogonal keys of size D are there?"
