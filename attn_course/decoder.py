@@ -165,7 +165,8 @@ class DecoderOnlyLM(nn.Module):
             > 0 for ``positional="rope"``, which then rotates the decoupled part only).
         rope_scaling: None, or a context-extension scaling of RoPE's frequencies for ``positional="rope"`` with
             ``attention="mha"`` (``attn_course.rotary.rope_frequencies``: ``("linear", s)``, ``("ntk", s)`` or
-            ``("yarn", s, original_len)``; YaRN also multiplies the queries and keys by ``rope_attention_scale``).
+            ``("yarn", s, original_len)``, or ``("parts", s, ramp, attention)``, any ramp with any factor; YaRN and
+            ``"parts"`` also multiply the queries and keys by ``rope_attention_scale``).
             An attribute too: set ``model.rope_scaling`` after training to evaluate a trained model with it.
 
     ``forward(tokens, cache=None, window=None, sinks=0, ablate=())``: with a :class:`KVCache`, ``tokens`` continue

@@ -11,9 +11,11 @@ its slow pairs never took. ``rope_frequencies(D, scaling=...)`` changes the freq
 position interpolation (``"linear"``, Chen et al. 2023) divides every frequency by ``s``; NTK-aware scaling
 (``"ntk"``) raises the base to ``base * s^(D / (D - 2))``, which leaves the fastest pair as it is and divides the
 slowest by ``s``; YaRN (``"yarn"``, Peng et al. 2023) keeps the pairs that turn many times over ``original_len``,
-divides those that turn less than once by ``s`` and blends linearly in between, computed as Hugging Face
+divides those that turn less than once by ``s`` and blends in between, computed as Hugging Face
 transformers' ``_compute_yarn_parameters`` does. YaRN also scales the queries and keys by
-``rope_attention_scale(scaling) = 0.1 ln s + 1`` (so the scores by its square).
+``rope_attention_scale(scaling) = 0.1 ln s + 1`` (so the scores by its square). ``yarn_ramp`` gives the blend two
+ways: linear in the pair index (``rule="index"``, the authors' code and transformers) or linear in the number of turns
+(``rule="turns"``, the paper's ramp function); ``("parts", s, ramp, attention)`` applies any blend with any factor.
 
 ALiBi adds no embedding at all: head ``h`` adds ``-m_h * (i - j)`` to the score of query ``i`` and key
 ``j``, a penalty that grows with the distance, with one slope ``m_h`` per head (``alibi_slopes``).
@@ -26,6 +28,7 @@ import math
 import torch
 
 from ._validate import (
+    require_choice,
     require_finite,
     require_float,
     require_float_dtype,
@@ -36,18 +39,23 @@ from ._validate import (
 )
 from .positional import frequencies
 
-__all__ = ["rope_frequencies", "rope_attention_scale", "apply_rope", "alibi_slopes", "alibi_bias"]
+__all__ = ["rope_frequencies", "rope_attention_scale", "yarn_ramp", "apply_rope", "alibi_slopes", "alibi_bias"]
 
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
-ROPE_SCALINGS = ("linear", "ntk", "yarn")  # the kinds of ``scaling``
+ROPE_SCALINGS = ("linear", "ntk", "yarn", "parts")  # the kinds of ``scaling``
+YARN_RULES = ("index", "turns")  # yarn_ramp: linear in the pair index (the code), or in the turns (the paper)
 YARN_BETA_FAST, YARN_BETA_SLOW = 32, 1  # YaRN's ramp: pairs turning > 32 times over original_len kept, < 1 scaled
 
 
 def _require_scaling(scaling) -> tuple | None:
-    """None, ``("linear", s)``, ``("ntk", s)`` or ``("yarn", s, original_len)`` with s >= 1, original_len >= 1."""
+    """None, ``("linear", s)``, ``("ntk", s)``, ``("yarn", s, original_len)`` or ``("parts", s, ramp, attention)``.
+
+    s >= 1, original_len >= 1; ``ramp`` a sequence (or 1-D tensor) of numbers in [0, 1], one per pair, returned as a
+    tuple of floats; ``attention`` > 0.
+    """
     if scaling is None:
         return None
-    wanted = 'None, ("linear", s), ("ntk", s) or ("yarn", s, original_len)'
+    wanted = 'None, ("linear", s), ("ntk", s), ("yarn", s, original_len) or ("parts", s, ramp, attention)'
     if not isinstance(scaling, tuple) or not scaling:
         raise TypeError(f"scaling must be {wanted}, got {scaling!r} ({type(scaling).__name__})")
     kind = scaling[0]
@@ -55,24 +63,60 @@ def _require_scaling(scaling) -> tuple | None:
         raise TypeError(f"scaling[0] must be one of {list(ROPE_SCALINGS)}, got {kind!r} ({type(kind).__name__})")
     if kind not in ROPE_SCALINGS:
         raise ValueError(f"scaling[0] must be one of {list(ROPE_SCALINGS)}, got {kind!r}")
-    size = 3 if kind == "yarn" else 2
+    size = {"yarn": 3, "parts": 4}.get(kind, 2)
     if len(scaling) != size:
         raise ValueError(f"scaling must be {wanted}: {kind!r} takes {size} entries, got {len(scaling)}: {scaling!r}")
     factor = require_number(scaling[1], "scaling[1] (the factor s)", ">= 1", lambda v: v >= 1)
     if kind == "yarn":
         return (kind, factor, require_int(scaling[2], "scaling[2] (original_len)"))
+    if kind == "parts":
+        ramp = _require_ramp(scaling[2])
+        attention = require_number(scaling[3], "scaling[3] (the attention factor)", "> 0", lambda v: v > 0)
+        return (kind, factor, ramp, attention)
     return (kind, factor)
 
 
-def _yarn_ramp(head_dim: int, base: float, original_len: int) -> torch.Tensor:
-    """(D/2,) float64 in [0, 1]: 0 for the pairs YaRN keeps, 1 for those it divides by s, linear in between.
+def _require_ramp(ramp) -> tuple[float, ...]:
+    """``("parts", s, ramp, attention)``'s ramp: a 1-D tensor, list or tuple of numbers in [0, 1], as floats."""
+    name = "scaling[2] (the ramp, one number per pair)"
+    if isinstance(ramp, torch.Tensor):
+        if ramp.ndim != 1 or ramp.is_complex():
+            raise ValueError(f"{name} must be a 1-D real tensor, got shape {tuple(ramp.shape)} ({ramp.dtype})")
+        ramp = ramp.tolist()
+    if not isinstance(ramp, (list, tuple)) or not ramp:
+        raise TypeError(f"{name} must be a non-empty list, tuple or 1-D tensor of numbers, got {type(ramp).__name__}")
+    return tuple(require_number(r, f"{name}[{i}]", "in [0, 1]", lambda v: 0 <= v <= 1) for i, r in enumerate(ramp))
 
-    As Hugging Face transformers' ``_compute_yarn_parameters``: pair ``i`` turns ``original_len / (2 pi base^(2i/D))``
-    times over ``original_len``; ``find_correction_dim(r)`` is the (fractional) pair index that turns r times; the ramp
-    runs from ``floor`` of the one for ``beta_fast = 32`` to ``ceil`` of the one for ``beta_slow = 1``.
+
+def yarn_ramp(head_dim: int, original_len: int, base: float = 10000.0, rule: str = "index") -> torch.Tensor:
+    """YaRN's blend, one number per pair: 0 keeps ``w_i``, 1 divides it by s (``rope_frequencies``), between blends.
+
+    Pair ``i`` turns ``r_i = original_len * w_i / (2 pi)`` times over ``original_len`` positions. Peng et al. (2023,
+    section 3.2, "NTK-by-parts") keep a pair that turns more than ``beta = 32`` times, interpolate one that turns less
+    than ``alpha = 1`` time, and ramp linearly *in the turns* between: their ``gamma(r) = (r - 1) / (32 - 1)`` clamped
+    to [0, 1], and the blend is ``1 - gamma(r_i)`` (``rule="turns"``). Their code, and Hugging Face transformers'
+    ``_compute_yarn_parameters``, ramp linearly *in the pair index* instead (``rule="index"``): from ``floor`` of the
+    fractional index that turns 32 times to ``ceil`` of the one that turns once, both clamped to [0, D - 1] (0.001
+    added to the end when they meet). When even pair 0 turns fewer than 32 times, the clamped start is 0 and pair 0
+    is kept whole by ``"index"``, while ``"turns"`` moves it most of the way to ``w_0 / s``.
+
+    Args:
+        head_dim: D, the size of the rotated vectors (even, >= 2).
+        original_len: the trained length, >= 1.
+        base: the wavelength scale, > 1.
+        rule: ``"index"`` (the code, the default, and what ``("yarn", s, original_len)`` uses) or ``"turns"``.
+
+    Returns:
+        (D/2,) float64 tensor on the CPU, values in [0, 1].
     """
+    head_dim, original_len, base, rule = _require_ramp_args(head_dim, original_len, base, rule)
+    omega = frequencies(head_dim, base)  # (D/2,) float64: base^(-2i / D)
+    if rule == "turns":
+        turns = original_len * omega / (2 * math.pi)  # (D/2,): r_i, the turns over original_len
+        gamma = ((turns - YARN_BETA_SLOW) / (YARN_BETA_FAST - YARN_BETA_SLOW)).clamp(0, 1)  # (D/2,): 1 keep, 0 slow
+        return 1 - gamma
 
-    def correction_dim(rotations):  # the pair index i that turns `rotations` times over original_len
+    def correction_dim(rotations):  # the fractional pair index i that turns `rotations` times over original_len
         return head_dim * math.log(original_len / (rotations * 2 * math.pi)) / (2 * math.log(base))
 
     low = max(math.floor(correction_dim(YARN_BETA_FAST)), 0)
@@ -81,6 +125,15 @@ def _yarn_ramp(head_dim: int, base: float, original_len: int) -> torch.Tensor:
         high += 0.001  # as in transformers: no division by zero
     pairs = torch.arange(head_dim // 2, dtype=torch.float64)  # (D/2,): i = 0 .. D/2 - 1
     return ((pairs - low) / (high - low)).clamp(0, 1)
+
+
+def _require_ramp_args(head_dim, original_len, base, rule) -> tuple[int, int, float, str]:
+    require_int(head_dim, "head_dim", 2)
+    if head_dim % 2:
+        raise ValueError(f"head_dim must be even (pairs of columns are rotated), got {head_dim}")
+    require_int(original_len, "original_len")
+    base = require_number(base, "base", "> 1", lambda v: v > 1)
+    return head_dim, original_len, base, require_choice(rule, "rule", YARN_RULES)
 
 
 def rope_frequencies(head_dim: int, base: float = 10000.0, scaling=None) -> torch.Tensor:
@@ -92,8 +145,11 @@ def rope_frequencies(head_dim: int, base: float = 10000.0, scaling=None) -> torc
         scaling: ``None`` (the frequencies above), ``("linear", s)`` (position interpolation: every ``w_i / s``),
             ``("ntk", s)`` (NTK-aware: ``base`` replaced by ``base * s^(D / (D - 2))``; D >= 4) or
             ``("yarn", s, original_len)`` (YaRN: ``w_i`` kept for pairs that turn more than 32 times over
-            ``original_len`` positions, ``w_i / s`` for those that turn less than once, a linear blend between;
-            ``w = (w / s) * ramp + w * (1 - ramp)``). The factor s >= 1 is the new length over ``original_len``.
+            ``original_len`` positions, ``w_i / s`` for those that turn less than once, a blend between:
+            ``w = (w / s) * ramp + w * (1 - ramp)`` with ``ramp = yarn_ramp(D, original_len, base)``), or
+            ``("parts", s, ramp, attention)`` (the same formula with any ``ramp`` of D/2 numbers in [0, 1], for
+            example ``yarn_ramp(D, original_len, base, rule="turns")``; ``attention`` is what
+            ``rope_attention_scale`` returns). The factor s >= 1 is the new length over ``original_len``.
 
     Returns:
         (D/2,) float64 tensor on the CPU.
@@ -122,17 +178,28 @@ def rope_frequencies(head_dim: int, base: float = 10000.0, scaling=None) -> torc
                 f"D = {head_dim}; use a smaller factor s"
             )
         return frequencies(head_dim, new_base)  # pair 0 kept, the last one divided by s
-    ramp = _yarn_ramp(head_dim, base, scaling[2])  # (D/2,): 0 = keep, 1 = interpolate
+    if kind == "yarn":
+        ramp = yarn_ramp(head_dim, scaling[2], base)  # (D/2,): 0 = keep, 1 = interpolate
+    elif len(scaling[2]) != head_dim // 2:
+        raise ValueError(
+            f'scaling ("parts", s, ramp, attention): ramp must hold one number per pair, D/2 = {head_dim // 2}, '
+            f"got {len(scaling[2])}"
+        )
+    else:
+        ramp = torch.tensor(scaling[2], dtype=torch.float64)  # (D/2,)
     return (omega / factor) * ramp + omega * (1 - ramp)
 
 
 def rope_attention_scale(scaling=None) -> float:
-    """YaRN's factor ``0.1 ln s + 1`` for ``("yarn", s, original_len)``, 1.0 for any other scaling (and None).
+    """YaRN's factor ``0.1 ln s + 1`` for ``("yarn", s, original_len)``, ``attention`` for ``("parts", s, ramp,
+    attention)``, 1.0 for any other scaling (and None).
 
     Hugging Face transformers multiplies RoPE's cos and sin by it, that is the queries and the keys, so the scores are
     multiplied by its square (Peng et al. 2023 write ``sqrt(1 / t) = 0.1 ln s + 1``).
     """
     scaling = _require_scaling(scaling)
+    if scaling is not None and scaling[0] == "parts":
+        return scaling[3]
     if scaling is None or scaling[0] != "yarn":
         return 1.0
     return 0.1 * math.log(scaling[1]) + 1.0
@@ -190,7 +257,8 @@ def alibi_slopes(num_heads: int, *, device: torch.device | str | None = None) ->
 
     For other H, Press et al.'s rule (their code's ``get_slopes``): the H' slopes of the largest power of two
     ``H' < H``, then every other slope of ``2 H'`` heads (the 1st, 3rd, 5th, ...: ``2^(-8 (2k + 1) / (2 H'))``) for
-    the remaining ``H - H'`` heads. The extra slopes fall between the first ones, so no two heads share a slope.
+    the remaining ``H - H'`` heads. The extra slopes interleave with the first ones: the first, ``2^(-4 / H')``, lies
+    above them all, each further one halfway (in the exponent) between two of them, so no two heads share a slope.
 
     Args:
         num_heads: H >= 1.

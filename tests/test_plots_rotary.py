@@ -18,6 +18,7 @@ from attn_course import (
     plot_rope_scalings,
     plot_rope_scores,
     rope_frequencies,
+    yarn_ramp,
 )
 
 matplotlib.use("Agg")
@@ -242,3 +243,15 @@ def test_plot_rope_scalings_on_given_axes_and_refuses_bad_input():
         plot_rope_scalings(8, {"bad": ("linear", 0.5)}, original_len=24)
     with pytest.raises(ValueError, match="original_len must be an integer >= 1"):
         plot_rope_scalings(8, {"PI": ("linear", 2)}, original_len=0)
+
+
+def test_plot_rope_scalings_draws_the_papers_ramp_as_a_parts_scaling():
+    """Notebook 11's figure: the paper's YaRN ramp (linear in the turns) as ("parts", s, ramp, attention)."""
+    ramp = yarn_ramp(128, 4096, rule="turns")
+    fig = plot_rope_scalings(128, {"YaRN (paper)": ("parts", 4, ramp, 1.1), "YaRN": ("yarn", 4, 4096)}, 4096)
+    paper, code = (line.get_ydata() for line in fig.axes[0].lines if len(line.get_xdata()) == 64)
+    np.testing.assert_allclose(paper, (1 - ramp.numpy()) + ramp.numpy() / 4)
+    assert (paper[:21] == 1.0).all() and (code[:21] == 1.0).all()  # the same pairs kept
+    assert (paper[22:45] < code[22:45]).all()  # the paper's ramp slows the middle pairs sooner
+    with pytest.raises(ValueError, match="ramp must hold one number per pair, D/2 = 4, got 64"):
+        plot_rope_scalings(8, {"bad": ("parts", 4, ramp, 1.0)}, original_len=24)

@@ -15,6 +15,7 @@ from attn_course import (
     positional_encoding,
     rope_attention_scale,
     rope_frequencies,
+    yarn_ramp,
 )
 
 META = torch.device("meta")
@@ -332,6 +333,19 @@ def test_alibi_slopes_are_distinct_and_the_bias_uses_them(num_heads):
     assert_close(-alibi_bias(num_heads, 2, 2)[:, 1, 0], slopes)
 
 
+@pytest.mark.parametrize("num_heads", [3, 5, 6, 7, 12])
+def test_alibi_extra_slopes_interleave_and_the_first_lies_above_all(num_heads):
+    """The docstring's (and notebook 11's) words: the extra slopes' first lies above every base slope, each further
+    one halfway in the exponent between two neighbouring base slopes."""
+    closest = 2 ** int(math.log2(num_heads))
+    exponents = torch.log2(alibi_slopes(num_heads).double())
+    base, extra = exponents[:closest], exponents[closest:]
+    assert extra[0] > base.max()
+    for e in extra[1:]:
+        above, below = base[base > e].min(), base[base < e].max()
+        assert_close(e, (above + below) / 2)
+
+
 def test_alibi_slopes_refuse_a_bad_head_count():
     with pytest.raises(ValueError, match="num_heads must be an integer >= 1, got 0"):
         alibi_slopes(0)
@@ -450,7 +464,7 @@ def test_apply_rope_linear_scaling_is_the_position_divided_by_s():
     "scaling, error, match",
     [
         ("yarn", TypeError, r'scaling must be None, \("linear", s\)'),
-        (("cubic", 2.0), ValueError, r"scaling\[0\] must be one of \['linear', 'ntk', 'yarn'\], got 'cubic'"),
+        (("cubic", 2.0), ValueError, r"scaling\[0\] must be one of \['linear', 'ntk', 'yarn', 'parts'\], got 'cubic'"),
         ((4.0, "linear"), TypeError, r"scaling\[0\] must be one of"),
         (("linear", 0.5), ValueError, r"scaling\[1\] \(the factor s\) must be .*>= 1"),
         (("ntk", float("nan")), ValueError, r"scaling\[1\] \(the factor s\)"),
@@ -459,6 +473,20 @@ def test_apply_rope_linear_scaling_is_the_position_divided_by_s():
         (("yarn", 4.0, 0), ValueError, r"scaling\[2\] \(original_len\) must be an integer >= 1, got 0"),
         (("yarn", 4.0, 2.5), TypeError, r"scaling\[2\] \(original_len\) must be an integer"),
         ((), TypeError, "scaling must be None"),
+        (("parts", 4.0, [0.0, 1.0]), ValueError, "'parts' takes 4 entries, got 3"),
+        (
+            ("parts", 4.0, [0.0, 1.5, 1.0, 1.0], 1.0),
+            ValueError,
+            r"scaling\[2\] \(the ramp, one number per pair\)\[1\] "
+            r"must be a finite number in \[0, 1\], got 1.5",
+        ),
+        (("parts", 4.0, [0.0, float("nan"), 1.0, 1.0], 1.0), ValueError, r"ramp, one number per pair\)\[1\]"),
+        (("parts", 4.0, ["0", 1.0, 1.0, 1.0], 1.0), TypeError, r"ramp, one number per pair\)\[0\] must be a finite"),
+        (("parts", 4.0, "0111", 1.0), TypeError, r"must be a non-empty list, tuple or 1-D tensor of numbers, got str"),
+        (("parts", 4.0, [], 1.0), TypeError, r"must be a non-empty list, tuple or 1-D tensor"),
+        (("parts", 4.0, torch.zeros(2, 2), 1.0), ValueError, r"must be a 1-D real tensor, got shape \(2, 2\)"),
+        (("parts", 4.0, [0.0, 1.0, 1.0, 1.0], 0.0), ValueError, r"scaling\[3\] \(the attention factor\) must be"),
+        (("parts", 0.5, [0.0, 1.0, 1.0, 1.0], 1.0), ValueError, r"scaling\[1\] \(the factor s\)"),
     ],
 )
 def test_bad_scalings_are_refused_by_name(scaling, error, match):
@@ -486,3 +514,111 @@ def test_rope_frequencies_ntk_names_a_base_that_overflows(base, factor):
     """A huge factor used to raise Python's OverflowError (or give an infinite base) instead of the course's error."""
     with pytest.raises(ValueError, match=r"the new base base \* s\^\(D / \(D - 2\)\) overflows"):
         rope_frequencies(8, base, ("ntk", factor))
+
+
+# ----------------------------------------------------------------------------------------------
+# yarn_ramp (the paper's ramp and the code's) and the ("parts", s, ramp, attention) scaling
+# ----------------------------------------------------------------------------------------------
+
+
+def test_yarn_ramp_index_is_the_transformers_ramp():
+    """rule="index" is the ramp _compute_yarn_parameters builds: rope_frequencies' "yarn" is this ramp applied."""
+    for dim, base, factor, original_len in [(64, 10000.0, 4.0, 2048), (8, 10000.0, 4.0, 24), (22, 500.0, 2.5, 300)]:
+        ramp = yarn_ramp(dim, original_len, base)
+        omega = frequencies(dim, base)
+        assert_close((omega / factor) * ramp + omega * (1 - ramp), _hf_yarn(dim, base, factor, original_len))
+        assert_close(
+            rope_frequencies(dim, base, ("parts", factor, ramp, 1.0)), _hf_yarn(dim, base, factor, original_len)
+        )
+
+
+def test_yarn_ramp_hand_computed_small_head():
+    """D = 8, L = 24: pair 0 turns 24 / 2 pi = 3.82 times. The code's 32-turn index is -0.92, floor -1, clamped to 0;
+    the 1-turn index 0.58, ceil 1: a one-step ramp that keeps pair 0. The paper: gamma = (3.82 - 1) / 31."""
+    assert yarn_ramp(8, 24).tolist() == [0.0, 1.0, 1.0, 1.0]
+    turns = 24 / (2 * math.pi)
+    expected = torch.tensor([1 - (turns - 1) / 31, 1.0, 1.0, 1.0], dtype=torch.float64)
+    assert_close(yarn_ramp(8, 24, rule="turns"), expected)
+    assert_close(yarn_ramp(8, 24, rule="turns")[0], torch.tensor(0.909041, dtype=torch.float64), atol=1e-6, rtol=0)
+    ratio = rope_frequencies(8, scaling=("parts", 4.0, yarn_ramp(8, 24, rule="turns"), 1.0)) / frequencies(8)
+    assert_close(ratio[0], torch.tensor(0.25 * expected[0].item() + 1 - expected[0].item(), dtype=torch.float64))
+
+
+def test_yarn_ramp_turns_is_linear_in_the_turns_and_clipped():
+    dim, original_len = 64, 2048
+    turns = original_len * frequencies(dim) / (2 * math.pi)  # (D/2,)
+    ramp = yarn_ramp(dim, original_len, rule="turns")
+    assert torch.equal(ramp[turns >= 32], torch.zeros_like(ramp[turns >= 32]))  # kept
+    assert torch.equal(ramp[turns <= 1], torch.ones_like(ramp[turns <= 1]))  # divided by s
+    between = (turns > 1) & (turns < 32)
+    assert_close(ramp[between], 1 - (turns[between] - 1) / 31)
+    assert bool((ramp[1:] >= ramp[:-1]).all())  # slower pairs are moved at least as far
+
+
+def test_yarn_ramps_agree_on_the_kept_and_the_interpolated_pairs_of_a_large_head():
+    """Where both ramps are real (D = 128, L = 4096), they keep the same pairs whole and divide the same pairs by s;
+    they differ only between the thresholds, where the paper's (linear in the turns) lies above the code's."""
+    index, turns = yarn_ramp(128, 4096), yarn_ramp(128, 4096, rule="turns")
+    assert torch.equal(index == 0, turns == 0)
+    assert torch.equal(index[:21], torch.zeros(21, dtype=torch.float64))
+    assert torch.equal(index[46:], torch.ones(18, dtype=torch.float64))
+    assert torch.equal(turns[46:], torch.ones(18, dtype=torch.float64))
+    middle = slice(22, 45)
+    assert bool((turns[middle] > index[middle]).all())
+
+
+def test_yarn_ramp_all_kept_or_all_interpolated_at_the_extremes():
+    assert torch.equal(yarn_ramp(8, 10**9, rule="turns")[0], torch.tensor(0.0, dtype=torch.float64))
+    assert torch.equal(yarn_ramp(8, 2, rule="turns"), torch.ones(4, dtype=torch.float64))  # nothing turns once
+
+
+def test_parts_scaling_matches_the_formula_and_its_attention_factor():
+    ramp = [0.0, 0.5, 1.0]
+    omega = frequencies(6)
+    expected = omega * torch.tensor([1.0, 0.5 / 4 + 0.5, 0.25], dtype=torch.float64)
+    assert_close(rope_frequencies(6, scaling=("parts", 4.0, ramp, 1.25)), expected)
+    assert_close(rope_frequencies(6, scaling=("parts", 4.0, torch.tensor(ramp), 1.25)), expected)  # a tensor too
+    assert rope_attention_scale(("parts", 4.0, ramp, 1.25)) == 1.25
+    assert_close(
+        rope_frequencies(6, scaling=("parts", 4.0, [1.0] * 3, 1.0)), rope_frequencies(6, scaling=("linear", 4.0))
+    )
+    assert torch.equal(
+        rope_frequencies(8, scaling=("parts", 4.0, [0.0, 1.0, 1.0, 1.0], 1.0)),
+        rope_frequencies(8, scaling=("yarn", 4.0, 24)),
+    )
+
+
+def test_parts_scaling_refuses_a_ramp_of_the_wrong_length():
+    with pytest.raises(ValueError, match=r"ramp must hold one number per pair, D/2 = 4, got 3"):
+        rope_frequencies(8, scaling=("parts", 4.0, [0.0, 1.0, 1.0], 1.0))
+    with pytest.raises(ValueError, match=r"ramp must hold one number per pair, D/2 = 4, got 3"):
+        apply_rope(torch.zeros(2, 8), torch.arange(2), scaling=("parts", 4.0, [0.0, 1.0, 1.0], 1.0))
+
+
+def test_a_decoder_takes_a_parts_scaling_and_its_attention_factor():
+    from attn_course import DecoderOnlyLM
+
+    torch.manual_seed(0)
+    model = DecoderOnlyLM(10, 16, 2, 1, 12, positional="rope")
+    tokens = torch.randint(0, 10, (2, 12))
+    model.rope_scaling = ("yarn", 4.0, 3)
+    yarn = model(tokens)
+    model.rope_scaling = ("parts", 4.0, yarn_ramp(8, 3), rope_attention_scale(("yarn", 4.0, 3)))
+    assert_close(model(tokens), yarn)
+
+
+@pytest.mark.parametrize(
+    "args, error, match",
+    [
+        ((7, 24), ValueError, "head_dim must be even"),
+        ((0, 24), ValueError, "head_dim must be an integer >= 2, got 0"),
+        ((8.0, 24), TypeError, "head_dim must be an integer"),
+        ((8, 0), ValueError, "original_len must be an integer >= 1, got 0"),
+        ((8, 24, 1.0), ValueError, "base must be a finite number > 1"),
+        ((8, 24, 10000.0, "paper"), ValueError, r"rule must be one of \['index', 'turns'\], got 'paper'"),
+        ((8, 24, 10000.0, 1), TypeError, r"rule must be one of \['index', 'turns'\]"),
+    ],
+)
+def test_yarn_ramp_refuses_bad_arguments_by_name(args, error, match):
+    with pytest.raises(error, match=match):
+        yarn_ramp(*args)

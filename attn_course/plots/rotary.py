@@ -304,7 +304,8 @@ def plot_rope_scalings(head_dim: int, scalings: dict, original_len: int, base: f
     Args:
         head_dim: D, even; D / 2 pairs.
         scalings: dict label -> scaling (``rope_frequencies``' ``scaling``), for example
-            ``{"PI": ("linear", 4), "NTK": ("ntk", 4), "YaRN": ("yarn", 4, 4096)}``.
+            ``{"PI": ("linear", 4), "NTK": ("ntk", 4), "YaRN": ("yarn", 4, 4096)}``; ``("parts", s, ramp, attention)``
+            draws any ramp, for example the paper's ``yarn_ramp(D, original_len, rule="turns")``.
         original_len: the training length the turns are counted over.
         base: RoPE's wavelength scale.
         ax: the axes, or None for a new figure.
