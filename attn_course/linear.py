@@ -8,8 +8,9 @@ kernel is a dot product of features, ``kappa(q, k) = phi(q) . phi(k)``, the sums
 
 so the cost grows like ``N F V`` instead of ``N^2 D`` (Katharopoulos et al., 2020, "Transformers are RNNs"). Causal
 attention keeps running sums: ``S_t = gamma S_{t-1} + phi(k_t) v_t^T``, ``z_t = gamma z_{t-1} + phi(k_t)``, a
-recurrent network whose state does not grow (``gamma = 1``; a fixed ``gamma < 1`` is RetNet's decay). The delta
-rule (Schlag, Irie & Schmidhuber, 2021; DeltaNet) writes the error instead of the value:
+recurrent network whose state does not grow (``gamma = 1``; a fixed ``gamma < 1`` decays S as RetNet does, though
+RetNet keeps no normaliser z: it normalises each head's output with GroupNorm). The delta rule (Widrow & Hoff, 1960;
+brought to linear Transformers by Schlag, Irie & Schmidhuber, 2021; DeltaNet) writes the error instead of the value:
 ``S_t = S_{t-1} + beta_t k_t (v_t - S_{t-1}^T k_t)^T``.
 
 A zero normaliser (``phi(q)^T z = 0``: for example ``"relu"`` features of all-zero keys, or a query that sees no key)
@@ -63,13 +64,14 @@ def feature_map(
     Args:
         x: (..., D) floating point, finite.
         kind: ``"elu"``: ``elu(x) + 1``, positive, F = D (Katharopoulos et al., 2020); ``"relu"``: ``max(x, 0)``,
-            F = D; ``"favor"``: positive random features ``exp(w_r . x - |x|^2 / 2) / sqrt(m)`` for ``m`` directions
-            ``w_r ~ N(0, I_D)`` (Performer's FAVOR+, Choromanski et al., 2021), whose dot products estimate
+            F = D; ``"favor"``: positive random features ``exp(w_r . x - |x|^2 / 2) / sqrt(m)`` for ``m`` Gaussian
+            vectors ``w_r ~ N(0, I_D)``, not of unit length (Performer's FAVOR+, Choromanski et al., 2021), whose
+            dot products estimate
             ``exp(q . k)`` without bias. Scale queries and keys by ``D ** -0.25`` first for the softmax's
             ``exp(q . k / sqrt(D))``.
         num_features: m, with ``"favor"`` only (required there).
-        generator: the ``torch.Generator`` the directions are drawn from (``"favor"`` only, required): queries and
-            keys need the same directions, so give each call a generator in the same state. A row with
+        generator: the ``torch.Generator`` the vectors ``w_r`` are drawn from (``"favor"`` only, required): queries
+            and keys need the same ``w_r``, so give each call a generator in the same state. A row with
             ``|x|^2 / 2`` far above every ``w . x`` (``|x|`` much larger than ``sqrt(D)``) has features that all
             underflow to 0, so its normaliser is 0 and attention gives it zeros: scale such inputs down.
 
@@ -90,16 +92,16 @@ def feature_map(
     require_int(num_features, "num_features")
     if not isinstance(generator, torch.Generator):
         raise TypeError(
-            f"generator must be a torch.Generator (kind='favor' draws its directions from it), got "
+            f"generator must be a torch.Generator (kind='favor' draws its random vectors from it), got "
             f"{type(generator).__name__}; e.g. torch.Generator().manual_seed(0)"
         )
     if x.shape[-1] == 0:
         raise ValueError(f"x must have a last axis of size D >= 1 for kind='favor', got shape {tuple(x.shape)}")
     require_finite(x, "x")
     work = _work(x)
-    directions = torch.randn(num_features, x.shape[-1], generator=generator, dtype=work.dtype)  # (m, D)
-    directions = directions.to(x.device)
-    exponent = work @ directions.T - (work * work).sum(-1, keepdim=True) / 2  # (..., D) x (D, m) -> (..., m)
+    w = torch.randn(num_features, x.shape[-1], generator=generator, dtype=work.dtype)  # (m, D): the vectors w_r
+    w = w.to(x.device)
+    exponent = work @ w.T - (work * work).sum(-1, keepdim=True) / 2  # (..., D) x (D, m) -> (..., m)
     phi = torch.exp(exponent) / num_features**0.5  # (..., m)
     if phi.numel() and not bool(torch.isfinite(phi).all()):
         raise ValueError(
@@ -118,7 +120,7 @@ def _features(x: torch.Tensor, feature_map_, name: str) -> torch.Tensor:
         return _work(phi.to(x.dtype))
     if feature_map_ == "favor":
         raise ValueError(
-            "feature_map='favor' needs its random directions: pass a function, e.g. lambda x: ac.feature_map(x, "
+            "feature_map='favor' needs its random vectors: pass a function, e.g. lambda x: ac.feature_map(x, "
             "'favor', num_features=64, generator=torch.Generator().manual_seed(0)), got 'favor'"
         )
     require_choice(feature_map_, "feature_map", ("elu", "relu"))
@@ -255,7 +257,8 @@ def linear_attention_rnn(
     Args:
         queries: (B, T, D); keys: (B, T, D); values: (B, T, V); one floating dtype, finite.
         feature_map: as in ``linear_attention``.
-        decay: gamma in (0, 1], applied to S and z before each update (RetNet's fixed decay, Sun et al., 2023).
+        decay: gamma in (0, 1], applied to S and z before each update (a fixed decay, as RetNet's per head, Sun et
+            al., 2023; RetNet decays S alone, with no z, and normalises its output with GroupNorm).
 
     Returns:
         ``(outputs (B, T, V), S (B, F, V), z (B, F))``, the state after the last step; the dtype of ``queries``.
@@ -324,8 +327,10 @@ def delta_rule(
 
     ``S_{t-1}^T k_t`` is what the memory returns for ``k_t`` before the write; the rule stores the error, so with
     ``beta_t = 1`` and a unit key the memory returns ``v_t`` for ``k_t`` afterwards: a key written twice is
-    overwritten, not summed (Schlag, Irie & Schmidhuber, 2021; DeltaNet). The keys are used as given (normalise them
-    for that guarantee) and there is no normaliser.
+    overwritten, not summed. It is Widrow & Hoff's (1960) rule, one step of gradient descent on
+    ``|S^T k_t - v_t|^2 / 2``, brought to linear Transformers by Schlag, Irie & Schmidhuber (2021; DeltaNet). It edits
+    what is stored for a key; it adds no room to the (D, V) state. The keys are used as given (normalise them for that
+    guarantee) and there is no normaliser.
 
     Args:
         queries: (B, T, D); keys: (B, T, D); values: (B, T, V); one floating dtype, finite.

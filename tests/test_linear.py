@@ -50,10 +50,10 @@ def test_feature_map_elu_and_relu_by_hand():
     torch.testing.assert_close(ac.feature_map(x, "relu"), torch.tensor([[0.0, 0.0, 2.0]]))
 
 
-def test_favor_features_by_hand_and_shared_directions():
+def test_favor_features_by_hand_and_shared_vectors():
     x = torch.randn(4, 3, generator=torch.Generator().manual_seed(1))
     phi = ac.feature_map(x, "favor", num_features=7, generator=torch.Generator().manual_seed(5))
-    w = torch.randn(7, 3, generator=torch.Generator().manual_seed(5))  # the same directions, drawn again
+    w = torch.randn(7, 3, generator=torch.Generator().manual_seed(5))  # the same vectors w_r, drawn again
     want = torch.exp(x @ w.T - (x * x).sum(-1, keepdim=True) / 2) / math.sqrt(7)
     torch.testing.assert_close(phi, want)
     assert phi.shape == (4, 7) and bool((phi > 0).all())
@@ -260,7 +260,7 @@ BETA = torch.full((2, 9), 0.5)
     "call, error, match",
     [
         (lambda: ac.linear_attention(Q, K, V, "softmax"), ValueError, r"feature_map must be one of \['elu', 'relu'\]"),
-        (lambda: ac.linear_attention(Q, K, V, "favor"), ValueError, r"feature_map='favor' needs its random directions"),
+        (lambda: ac.linear_attention(Q, K, V, "favor"), ValueError, r"feature_map='favor' needs its random vectors"),
         (lambda: ac.linear_attention(Q, K, V, lambda x: x.sum()), ValueError, r"feature_map must map queries"),
         (lambda: ac.linear_attention(Q, K, V, causal=1), TypeError, r"causal must be True or False"),
         (lambda: ac.linear_attention(Q, K[:, :4], V), ValueError, r"values must have one row per key"),

@@ -43,6 +43,20 @@ def test_plot_favor_weights_draws_the_estimate_and_the_error_curve():
     assert right.get_xlabel() and right.get_ylabel() and left.get_xlabel() and left.get_ylabel()
 
 
+def test_plot_favor_weights_draws_the_two_baselines_over_every_query():
+    queries, keys = _qk()
+    fig = ac.plot_favor_weights(queries, keys, num_features=64, feature_counts=(4, 64), draws=1)
+    lines = {line.get_label(): line for line in fig.axes[1].get_lines()}
+    exact = torch.softmax(queries.double() @ keys.double().T / 8**0.5, dim=-1)  # (Q, K): every query, not the first
+    elu = ac.linear_attention_weights(queries.double()[None], keys.double()[None])[0]
+    want_elu = 0.5 * (elu - exact).abs().sum(-1).mean().item()
+    want_uniform = 0.5 * (exact - 1 / 24).abs().sum(-1).mean().item()
+    np.testing.assert_allclose(lines["elu + 1 (another kernel)"].get_ydata(), [want_elu] * 2)
+    np.testing.assert_allclose(lines["uniform weights (1/K each)"].get_ydata(), [want_uniform] * 2)
+    first_only = 0.5 * (elu - exact[0]).abs().sum(-1).mean().item()  # the slip of comparing with query 0 alone
+    assert abs(first_only - want_elu) > 1e-3
+
+
 def test_plot_favor_weights_update_in_place_equals_a_fresh_figure():
     queries, keys = _qk()
     counts = (4, 64, 256)

@@ -1,8 +1,9 @@
 """Figures of notebook 12: linear attention.
 
 ``plot_favor_weights`` compares one query's softmax weights with their FAVOR+ estimate and draws the error against
-the number of random features; ``plot_decay_weights`` shows how far back a query reads under a decay gamma. Both
-support in-place updates for a slider panel (see ``attn_course.widgets``).
+the number of random features, beside two baselines (elu + 1, and uniform weights that ignore the query);
+``plot_decay_weights`` shows how far back a query reads under a decay gamma. Both support in-place updates for a
+slider panel (see ``attn_course.widgets``).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def _qk(queries, keys) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _favor_weights(q: torch.Tensor, k: torch.Tensor, num_features: int, seed: int) -> torch.Tensor:
-    """FAVOR+ estimate of softmax(q k^T / sqrt(D)): (1, Q, D), (1, K, D) -> (1, Q, K); directions from ``seed``."""
+    """FAVOR+ estimate of softmax(q k^T / sqrt(D)): (1, Q, D), (1, K, D) -> (1, Q, K); the vectors w_r from ``seed``."""
     scale = q.shape[-1] ** -0.25  # exp(q . k / sqrt(D)) = exp((q D^-1/4) . (k D^-1/4))
 
     def phi(x):
@@ -54,13 +55,13 @@ def _favor_weights(q: torch.Tensor, k: torch.Tensor, num_features: int, seed: in
 def favor_weight_error(queries, keys, feature_counts: Sequence[int] = FEATURE_COUNTS, draws: int = 8) -> list[float]:
     """Mean total-variation distance between softmax weights and their FAVOR+ estimate, for each number of features.
 
-    For each m: ``0.5 * sum_j |w_ij - w~_ij|`` averaged over the queries and over ``draws`` draws of directions
-    (seeds 0 .. draws - 1). 0 is exact, 1 is disjoint.
+    For each m: ``0.5 * sum_j |w_ij - w~_ij|`` averaged over the queries and over ``draws`` draws of the random
+    vectors w_r (seeds 0 .. draws - 1). 0 is exact, 1 is disjoint.
 
     Args:
         queries: (Q, D); keys: (K, D), floating point, finite (computed in float64).
         feature_counts: the values of m.
-        draws: how many draws of random directions to average, an integer >= 1.
+        draws: how many draws of the random vectors to average, an integer >= 1.
 
     Returns:
         one error per entry of ``feature_counts``.
@@ -86,7 +87,8 @@ def plot_favor_weights(
     figsize=(9.6, 3.4),
 ) -> Figure:
     """Left: the first query's softmax weights and their FAVOR+ estimate with ``num_features`` random features (the
-    directions of seed 0). Right: ``favor_weight_error`` against m (log scale), with elu + 1's error as a line.
+    vectors w_r of seed 0). Right: ``favor_weight_error`` against m (log scale), with two baselines as lines: elu + 1's
+    error and that of uniform weights (1/K on every key, which ignore the query).
 
     Args:
         queries: (Q, D); keys: (K, D).
@@ -96,10 +98,12 @@ def plot_favor_weights(
     """
     q, k = _qk(queries, keys)
     require_int(num_features, "num_features")
-    exact = torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, dim=-1)[0, 0]  # (K,)
+    every = torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, dim=-1)[0]  # (Q, K): every query's weights
+    exact = every[0]  # (K,): the first query's, drawn on the left
     errors = favor_weight_error(queries, keys, feature_counts, draws)
-    elu = linear_attention_weights(q, k, "elu")
-    elu_error = 0.5 * (elu[0] - exact.unsqueeze(0)).abs().sum(-1).mean().item()
+    elu = linear_attention_weights(q, k, "elu")[0]  # (Q, K)
+    elu_error = 0.5 * (elu - every).abs().sum(-1).mean().item()  # averaged over the queries, as favor_weight_error
+    uniform_error = 0.5 * (every - 1 / k.shape[1]).abs().sum(-1).mean().item()  # every key weighted 1/K
     tops = [_favor_weights(q, k, m, 0)[0, 0].max().item() for m in (*feature_counts, num_features)]
     if axes is None:
         _, axes = plt.subplots(1, 2, figsize=figsize, dpi=90, layout="constrained", width_ratios=(1.4, 1))
@@ -114,9 +118,10 @@ def plot_favor_weights(
     left.set_title("One query's weights: exact and estimated", fontsize=10)
     right.plot(feature_counts, errors, "s-", color="C0", label="FAVOR+ (mean of draws)")
     right.axhline(elu_error, color="C2", linestyle="--", label="elu + 1 (another kernel)")
+    right.axhline(uniform_error, color="0.4", linestyle=":", label="uniform weights (1/K each)")
     (marker,) = right.plot([num_features], [_error_at(num_features, feature_counts, errors)], "o", color="C3", ms=9)
     right.set_xscale("log", base=2)
-    right.set_ylim(0, 1.1 * max(*errors, elu_error))
+    right.set_ylim(0, 1.1 * max(*errors, elu_error, uniform_error))
     right.set_xlabel("number of random features m (log scale)")
     right.set_ylabel("error of the weights (total variation)")
     right.legend(fontsize=8)
