@@ -1,10 +1,12 @@
 """A language-modelling task made in code, its training loop and the head scores (notebook 09).
 
-``repeat_task`` makes sequences ``<bos> a_1 .. a_n a_1 .. a_n`` of random tokens: the first half cannot be
-predicted (each token is a fresh draw), the second half can, but only by copying from the context. Two heads
-working together do it (an induction circuit): a *previous-token* head writes into position ``i`` which token came
-before it; an *induction* head at position ``n + i`` (token ``a_i``) looks for the earlier position whose previous
-token is ``a_i``, which is position ``i + 1``, and copies the token found there, ``a_{i+1}``.
+``repeat_task`` makes sequences ``<bos> a_1 .. a_n a_1 .. a_n`` of random tokens: the first half cannot be predicted
+(each token is a fresh draw), and the repeated half can, from its second token on, only by copying from the context.
+Its first token, ``a_1`` at position ``n + 1``, cannot be copied: the earlier ``a_1`` follows ``<bos>``, not
+``a_n``, so nothing in the context leads from ``a_n`` to it, and nothing tells that the repeat starts there. Two
+heads working together copy the rest (an induction circuit): a *previous-token* head writes into position ``i``
+which token came before it; an *induction* head at position ``n + i`` (token ``a_i``) looks for the earlier position
+whose previous token is ``a_i``, which is position ``i + 1``, and copies the token found there, ``a_{i+1}``.
 
 Notebook 11 adds an order-2 Markov source (``markov_task``), training on batches made once and shared between
 models (``fit_lm``), and the loss at each target position (``position_losses``).
@@ -55,26 +57,27 @@ def repeat_task(
 
 
 def _half_losses(logits: torch.Tensor, tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Mean next-token loss over the first half's tokens and over the repeated half's, as tensors."""
+    """Mean next-token loss over the first half's targets ``1 .. n`` and over the repeated half's copyable ones
+    ``n + 2 .. 2n``, as tensors (target ``n + 1``, the repeat's ``a_1``, counts in neither)."""
     half = (tokens.shape[1] - 1) // 2
     loss = nn.functional.cross_entropy(logits[:, :-1].transpose(1, 2), tokens[:, 1:], reduction="none")  # (B, T-1)
-    return loss[:, :half].mean(), loss[:, half:].mean()  # targets 1..n, then n + 1..2n
+    return loss[:, :half].mean(), loss[:, half + 1 :].mean()  # column t - 1 holds target t
 
 
 @torch.no_grad()
 def half_losses(model: nn.Module, tokens: torch.Tensor, ablate=(), ablation: str = "zero") -> tuple[float, float]:
     """Next-token loss (nats) on the first half's tokens and on the repeated half's, for sequences of
-    ``repeat_task``. Random guessing gives ``log(C - 1)`` on both.
+    ``repeat_task``: the mean over the targets ``a_1 .. a_n`` at positions ``1 .. n``, and over the targets that can be
+    copied, ``a_2 .. a_n`` at positions ``n + 2 .. 2n``. The repeat's first token (position ``n + 1``) counts in
+    neither: it cannot be copied (its earlier copy follows ``<bos>``, not ``a_n``), and nothing tells that the repeat
+    starts there. Random guessing gives ``log(C - 1)`` on both.
 
     ``ablate``: (layer, head) pairs switched off. ``ablation="zero"`` sets their outputs to 0, as
     ``DecoderOnlyLM.forward`` does; ``"mean"`` replaces each one by its mean over ``tokens`` at the same position
     (measured in a first pass with every head on), which keeps the next layers' inputs closer to what they saw in
     training.
     """
-    require_tokens(tokens, "tokens", getattr(model, "vocab_size", 2**62))
-    if tokens.shape[1] < 3 or tokens.shape[1] % 2 == 0:
-        raise ValueError(f"tokens must be repeat_task sequences of 2 n + 1 >= 3 positions, got {tuple(tokens.shape)}")
-    _require_sequences(tokens)
+    _require_repeats(model, tokens)  # n >= 2: the repeated half has a target to copy
     require_choice(ablation, "ablation", ("zero", "mean"))
     first, second = _half_losses(_ablated_pass(model, tokens, ablate, ablation), tokens)
     return float(first), float(second)
@@ -134,7 +137,7 @@ def _output_projection(block: nn.Module) -> nn.Module:
 @dataclass
 class LMHistory:
     """What :func:`train_lm` measured, one entry per step: the loss on the first and on the repeated half of the
-    step's training batch, and the wall-clock seconds in all."""
+    step's training batch (as :func:`half_losses` counts them), and the wall-clock seconds in all."""
 
     first_half: list[float] = field(default_factory=list)
     second_half: list[float] = field(default_factory=list)
@@ -154,7 +157,7 @@ def train_lm(
 ) -> LMHistory:
     """Train ``model`` with AdamW on the next-token loss of every position of fresh ``repeat_task`` batches.
 
-    ``half_len``: n, or a range ``(low, high)`` from which each step draws its n (inclusive). With one n, the
+    ``half_len``: n >= 2, or a range ``(low, high)`` from which each step draws its n (inclusive). With one n, the
     position alone tells where the copy lies (n - 1 places back) and a model may learn that instead of copying by
     content; a range of n rules this out. The learning rate rises linearly over ``warmup`` steps, then decays to 0
     along a half cosine. Each step draws a new batch from ``generator`` (so the model never sees a sequence twice);
@@ -166,10 +169,10 @@ def train_lm(
     require_int(steps, "steps")
     require_int(batch_size, "batch_size")
     if isinstance(half_len, tuple) and len(half_len) == 2:
-        low = require_int(half_len[0], "half_len[0]")
+        low = require_int(half_len[0], "half_len[0]", 2)  # n >= 2: the repeated half has a target to copy
         high = require_int(half_len[1], "half_len[1]", low, low_name="half_len[0]")
     else:
-        low = high = require_int(half_len, "half_len")
+        low = high = require_int(half_len, "half_len", 2)
     require_positive(lr, "lr")
     require_int(warmup, "warmup", 0)
     if generator is not None and not isinstance(generator, torch.Generator):

@@ -327,7 +327,7 @@ def test_half_losses_match_a_loop_over_positions():
         logp = torch.log_softmax(model(tokens), -1)
     losses = [[-float(logp[b, t - 1, tokens[b, t]]) for t in range(1, 9)] for b in range(3)]
     assert first == pytest.approx(sum(sum(r[:4]) for r in losses) / 12)
-    assert second == pytest.approx(sum(sum(r[4:]) for r in losses) / 12)
+    assert second == pytest.approx(sum(sum(r[5:]) for r in losses) / 9)  # targets n + 2..2n: a_1 counts in neither
 
 
 def test_head_scores_match_a_loop_over_positions():
@@ -597,7 +597,7 @@ def test_task_training_and_score_errors():
         train_lm(_model(), 2, lr=0.0)
     with pytest.raises(TypeError, match=r"foreach must be a bool or None, got str"):
         train_lm(_model(), 2, foreach="yes")
-    with pytest.raises(ValueError, match=r"tokens must be repeat_task sequences of 2 n \+ 1 >= 3 positions"):
+    with pytest.raises(ValueError, match=r"tokens must be repeat_task sequences of 2 n \+ 1 >= 5 positions"):
         half_losses(_model(), torch.zeros(1, 4, dtype=torch.long))
     with pytest.raises(ValueError, match=r"tokens must be repeat_task sequences of 2 n \+ 1 >= 5 positions"):
         head_scores(_model(), torch.zeros(1, 3, dtype=torch.long))

@@ -1,4 +1,5 @@
-"""attn_course.lmtask: the order-2 Markov source, training on given batches, and the loss at each position."""
+"""attn_course.lmtask: the order-2 Markov source, training on given batches, the loss at each position, and which
+targets of the repeat task each half's loss counts."""
 
 import math
 
@@ -8,7 +9,7 @@ from torch import nn
 from torch.testing import assert_close
 
 from attn_course import DecoderOnlyLM
-from attn_course.lmtask import fit_lm, markov_task, position_losses
+from attn_course.lmtask import _half_losses, fit_lm, half_losses, markov_task, position_losses, repeat_task, train_lm
 
 
 def _table(vocab=5, seed=0):
@@ -144,3 +145,35 @@ def test_position_losses_refuses_what_is_not_a_model():
         position_losses("model", torch.zeros(2, 4, dtype=torch.long))
     with pytest.raises(TypeError, match="model must be a DecoderOnlyLM, got Linear"):
         position_losses(nn.Linear(2, 2), torch.zeros(2, 4, dtype=torch.long))
+
+
+def test_half_losses_leave_out_the_repeats_first_token_which_cannot_be_copied():
+    """The first half counts targets 1..n; the repeated half only n + 2..2n, whose token followed the current one
+    before. Target n + 1 (a_1 again) follows a_n, while the earlier a_1 followed <bos>: it counts in neither."""
+    model = _model(vocab=9).eval()
+    tokens = repeat_task(4, 5, 9, generator=torch.Generator().manual_seed(7))  # (4, 11): n = 5
+    first, second = half_losses(model, tokens)
+    target = position_losses(model, tokens)  # (10,): entry t - 1 is target t
+    assert first == pytest.approx(float(target[:5].mean()))
+    assert second == pytest.approx(float(target[6:].mean()))
+    assert second != pytest.approx(float(target[5:].mean()))  # target n + 1 would change it
+    logits = model(tokens).detach()
+    bet = logits.clone()
+    bet[:, 5, 1:] += 5.0 * torch.nn.functional.one_hot(tokens[:, 6] - 1, 8)  # column n: a sure bet on target n + 1
+    assert _half_losses(bet, tokens) == _half_losses(logits, tokens)  # counted in neither half
+    bet[:, 6, 1:] += 5.0 * torch.nn.functional.one_hot(tokens[:, 7] - 1, 8)  # column n + 1: target n + 2
+    assert _half_losses(bet, tokens)[1] < _half_losses(logits, tokens)[1]
+
+
+def test_half_losses_and_train_lm_ask_for_a_repeat_with_a_token_to_copy():
+    """n = 1 leaves the repeated half no target to copy (its mean would be NaN): refused by name."""
+    model = _model(vocab=9)
+    with pytest.raises(ValueError, match=r"tokens must be repeat_task sequences of 2 n \+ 1 >= 5 positions"):
+        half_losses(model, repeat_task(2, 1, 9))
+    assert all(math.isfinite(v) for v in half_losses(model, repeat_task(2, 2, 9)))
+    with pytest.raises(ValueError, match=r"half_len must be an integer >= 2, got 1"):
+        train_lm(model, 1, half_len=1)
+    with pytest.raises(ValueError, match=r"half_len\[0\] must be an integer >= 2, got 1"):
+        train_lm(model, 1, half_len=(1, 4))
+    history = train_lm(model, 3, batch_size=4, half_len=(2, 3), generator=torch.Generator().manual_seed(0))
+    assert all(math.isfinite(v) for v in history.first_half + history.second_half)

@@ -44,6 +44,8 @@ def test_plot_half_losses_draws_both_halves_smoothed_and_the_uniform_line():
     assert len(first.get_ydata()) == 26  # running mean over 5 of 30 values
     assert second.get_ydata()[0] == pytest.approx(3.0 - 0.1 * 2)  # mean of steps 0..4
     assert uniform.get_ydata()[0] == pytest.approx(math.log(8))
+    labels = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert labels == ["first half (new tokens)", "repeated half (from a_2 on)", "log(8): a uniform guess"]
     with pytest.raises(TypeError, match="history must be the LMHistory of train_lm"):
         plot_half_losses({}, 9)
 

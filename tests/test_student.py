@@ -1,4 +1,5 @@
-"""make student: the notebooks as a class hands them out, every cell tagged ``solution`` removed and nothing else."""
+"""make student: the notebooks as a class hands them out, every cell tagged ``solution`` removed and nothing else.
+What that edition keeps must give no answer away (tests/test_student_answers.py)."""
 
 import json
 import os

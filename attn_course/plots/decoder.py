@@ -32,7 +32,8 @@ __all__ = [
 
 
 def plot_half_losses(history: LMHistory, vocab_size: int, smooth: int = 10, ax=None, figsize=(6.0, 3.2)) -> Figure:
-    """The loss on the first half and on the repeated half of each training batch, against the step.
+    """The loss on the first half and on the repeated half of each training batch, against the step (the repeated
+    half from its second token on, the targets that can be copied, as ``half_losses`` counts them).
 
     Both start at the loss of a uniform guess; a dashed line marks ``log(C - 1)``, the best the first half allows.
     ``smooth``: the curves are running means over that many steps.
@@ -43,7 +44,10 @@ def plot_half_losses(history: LMHistory, vocab_size: int, smooth: int = 10, ax=N
     require_int(smooth, "smooth")
     fig, ax = _new_axes(ax, figsize)
     kernel = np.ones(smooth) / smooth
-    for values, label in ((history.first_half, "first half (new tokens)"), (history.second_half, "repeated half")):
+    for values, label in (
+        (history.first_half, "first half (new tokens)"),
+        (history.second_half, "repeated half (from a_2 on)"),
+    ):
         curve = np.convolve(values, kernel, mode="valid") if len(values) >= smooth else np.asarray(values)
         ax.plot(np.arange(len(curve)) + (len(values) - len(curve)), curve, label=label)
     ax.axhline(math.log(vocab_size - 1), color="grey", ls="--", lw=1, label=f"log({vocab_size - 1}): a uniform guess")
