@@ -117,6 +117,19 @@ def test_course_map_warns_when_built_with_other_parameters(tmp_path):
     plain = (tmp_path / "index.md").read_text()
     assert "with each notebook's own parameters" in plain
     assert all(f"({e.stem}.ipynb)" in plain for e in entries) and plain.count(":hidden:") == 1
+    for e in entries:  # from teaching.toml, as in the header cell
+        assert (
+            f"**Time**: about {e.teaching.minutes} minutes" in plain
+            and f"**Difficulty**: {e.teaching.difficulty}." in plain
+        )
+        assert (
+            "\n".join(course.objectives_lines(e.teaching)) in plain and f"**Prerequisites**: {e.prerequisites}" in plain
+        )
+    assert plain.count(f"**{course.LEAD}**") == len(entries)
+    assert plain.split(":maxdepth: 1\n\n", 1)[1].split("\n")[: len(entries) + 1] == [e.stem for e in entries] + [
+        "teachers"
+    ], "the toctree: every notebook in order, then the teachers' page"
+    assert "[For teachers](teachers.md)" in plain
     build_site.write_index(tmp_path, entries, {"SEED": 1}, "Course")
     assert "`SEED = 1`" in (tmp_path / "index.md").read_text()
     assert "may disagree" in (tmp_path / "index.md").read_text()

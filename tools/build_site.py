@@ -45,7 +45,19 @@ from pathlib import Path
 
 import nbformat
 import yaml
-from course import NOTEBOOKS, ROOT, Notebook, course_notebooks, read_header
+from course import (
+    LEAD,
+    NOTEBOOKS,
+    README,
+    ROOT,
+    TEACHING,
+    Notebook,
+    course_notebooks,
+    objectives_lines,
+    read_header,
+    section,
+    time_text,
+)
 from ipc_kernels import IPCKernelManager, kernel_env
 
 PACKAGE = ROOT / "attn_course"
@@ -164,8 +176,10 @@ def dependency_key(entry: Notebook, params: dict[str, object]) -> str:
     digest = hashlib.sha256()
     files = [entry.source, ROOT / "requirements.txt", ROOT / "pyproject.toml", Path(__file__).parent / "figure_alt.py"]
     files += sorted(PACKAGE.rglob("*.py"))
-    files += sorted(
-        p for p in NOTEBOOKS.rglob("*") if p.is_file() and p.suffix != ".ipynb" and "checkpoint" not in str(p)
+    files += sorted(  # teaching.toml is not read by the notebooks: what it says is in their header cells
+        p
+        for p in NOTEBOOKS.rglob("*")
+        if p.is_file() and p.suffix != ".ipynb" and "checkpoint" not in str(p) and p != TEACHING
     )
     for path in files:
         if path.is_file():
@@ -463,14 +477,14 @@ top of this page gives you this notebook alone).
 
 
 def write_index(folder: Path, entries: list[Notebook], params: dict, course: str) -> None:
-    """index.md: the course map, each notebook's title, motivation, objectives and prerequisites, in order."""
+    """index.md: the course map, each notebook's title, motivation, objectives, prerequisites, time and difficulty
+    (from notebooks/teaching.toml, as in its header cell), in order; then the toctree, the teachers' page last."""
     lines = [f"# {course}", "", INTRO.format(count=len(entries)), ""]
     for e in entries:
         lines += [f"## {e.number} · [{e.title}]({e.stem}.ipynb)", "", e.description, ""]
-        if e.objectives:
-            lines += ["**You will learn to**", ""] + [f"{i}. {o}" for i, o in enumerate(e.objectives, 1)] + [""]
-        if e.prerequisites:
-            lines += [f"**Prerequisites**: {e.prerequisites}", ""]
+        if e.teaching:
+            lines += [f"**{LEAD}**", "", *objectives_lines(e.teaching), ""]
+            lines += [f"**Prerequisites**: {e.prerequisites}", "", time_text(e.teaching), ""]
     given = ", ".join(f"`{k} = {v!r}`" for k, v in params.items())
     lines += [
         "---",
@@ -488,16 +502,31 @@ def write_index(folder: Path, entries: list[Notebook], params: dict, course: str
         ":maxdepth: 1",
         "",
         *[e.stem for e in entries],
+        TEACHERS,
         "```",
         "",
     ]
     (folder / "index.md").write_text("\n".join(lines), encoding="utf-8")
 
 
+TEACHERS = "teachers"  # the teachers' page: the README's section "For teachers"
+
+
+def teachers_page(readme: str) -> str:
+    """The site's page for teachers: the README's section "## For teachers", its subsections one level up, links to
+    notebooks pointing at their pages, and links to other files of the course (not on the site) left as their text."""
+    text = section(readme, "For teachers")
+    text = re.sub(r"^###", "##", text, flags=re.M)
+    text = re.sub(r"\]\(notebooks/(\d\d_[a-z0-9_]+\.ipynb)\)", r"](\1)", text)
+    text = re.sub(r"\[([^\]]+)\]\((?!https?://|\d\d_[a-z0-9_]+\.ipynb\))[^)]*\)", r"\1", text)
+    return f"# For teachers\n\n{text}\n"
+
+
 INTRO = """\
 {count} notebooks, one idea each, in order. Each page shows a notebook as it ran, with its figures; its slider \
 panels move on the page too, over a grid of values computed when the site was built. To run the code yourself, \
-open the course in JupyterLab (`make lab` in the course's folder)."""
+open the course in JupyterLab (`make lab` in the course's folder). Teaching this course to a class: \
+[For teachers](teachers.md)."""
 
 
 PARAMS_BANNER = """\
@@ -524,6 +553,7 @@ def write_sources(folder: Path, entries: list[Notebook], params: dict[str, objec
             nb.cells.insert(2, banner)
         nbformat.write(nb, folder / entry.source.name)
     write_index(folder, entries, params, course)
+    (folder / f"{TEACHERS}.md").write_text(teachers_page(README.read_text(encoding="utf-8")), encoding="utf-8")
     return alts
 
 

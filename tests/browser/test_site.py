@@ -31,7 +31,7 @@ SITE = ROOT / "build" / "site"
 SCREENSHOTS = ROOT / "build" / "screenshots" / "site"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 NOTEBOOK_PAGES = [p.stem + ".html" for p in NOTEBOOKS]
-PAGES = ["index.html", *NOTEBOOK_PAGES]
+PAGES = ["index.html", *NOTEBOOK_PAGES, "teachers.html"]  # the teachers' page comes last (README, "For teachers")
 SPHINX_PAGES = ["search.html"]  # Sphinx's own: the search results
 AXE = ROOT / "site" / "node_modules" / "axe-core" / "axe.min.js"
 SETTLE_MS = 30_000  # time allowed for MathJax and the widget manager to finish on one page
@@ -551,8 +551,10 @@ def test_index_is_the_course_map_in_order(site):
         header = header_cell(page)
         number = page[:2]
         assert re.search(r"</h2>\s*<p>\S", entry), f"index.html: notebook {number} has no description"
-        objectives = re.search(r"You will learn to</strong></p>\s*<ol[^>]*>(.*?)</ol>", entry, re.S)
-        expected = len(re.findall(r"^\d+\.\s", header.split("**You will learn to**")[-1], re.M))
+        objectives = re.search(
+            r"After this notebook you will be able to</strong></p>\s*<ol[^>]*>(.*?)</ol>", entry, re.S
+        )
+        expected = len(re.findall(r"^\d+\.\s", header.split("**After this notebook you will be able to**")[-1], re.M))
         found = objectives.group(1).count("<li>") if objectives else 0
         assert found == expected > 0, f"index.html: notebook {number} lists {found} objectives, its header {expected}"
         prerequisites = re.search(r"\*\*Prerequisites\*\*:?(.*?)(?:\n\s*\n|$)", header, re.S)
