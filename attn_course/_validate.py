@@ -1,5 +1,6 @@
-"""Input checks shared by the helpers (private): every check of the package lives here, or is built from these
-(a module's ``_require_*`` for its own arguments).
+"""Input checks shared by the helpers (private): a topic function opens with one call from here that states what it
+needs, and the formula follows. Checks of plain values live in ``_validate_values``, checks of single tensors in
+``_validate_tensors``; this module re-exports both and holds the checks of several arguments together.
 
 Every helper checks what a learner hands it before computing, so a mistake is reported
 as a sentence that names the argument, what was expected and what came, instead of a
@@ -11,207 +12,66 @@ One rule everywhere: a wrong type raises ``TypeError``; a wrong value or shape r
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
-
 import torch
 
-# A private module: every helper imports the checks it needs by name, so it has no __all__.
+# No __all__ (a private module): the two imports below re-export the checks that every helper imports from here.
+from ._validate_tensors import (  # noqa: F401
+    require_curve,
+    require_dim,
+    require_distinct_nodes,
+    require_feature_size,
+    require_finite,
+    require_float,
+    require_head_split,
+    require_kernel_weights,
+    require_kv_head_tensor,
+    require_lagrange_inputs,
+    require_last_size,
+    require_mask,
+    require_mask_fits,
+    require_masking,
+    require_min_rank,
+    require_no_overflow,
+    require_nonnegative,
+    require_not_empty,
+    require_param_dtype,
+    require_positions,
+    require_rank,
+    require_row_scores,
+    require_same_dtype,
+    require_scores,
+    require_source,
+    require_target,
+    require_tensor,
+    require_tokens,
+    require_valid_lens,
+)
+from ._validate_values import (  # noqa: F401
+    require_block_grid,
+    require_bool,
+    require_causal_window,
+    require_choice,
+    require_digit_string,
+    require_divisible,
+    require_float_dtype,
+    require_instance,
+    require_int,
+    require_kernel,
+    require_keywords,
+    require_kv_heads,
+    require_loglog_data,
+    require_nonempty_list,
+    require_number,
+    require_positive,
+    require_probability,
+    require_seq2seq_model,
+    require_sequence,
+)
+
+LOW_PRECISION = (torch.float16, torch.bfloat16)  # dtypes that the helpers compute in float32 and give back as they came
 
 
-def require_tensor(x, name: str) -> torch.Tensor:
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(
-            f"{name} must be a torch.Tensor, got {type(x).__name__}; "
-            f"wrap it with torch.tensor(...) or torch.as_tensor(...)"
-        )
-    return x
-
-
-def require_float(x, name: str) -> torch.Tensor:
-    """A floating-point tensor (float16/bfloat16/float32/float64)."""
-    require_tensor(x, name)
-    if not x.is_floating_point():
-        raise TypeError(
-            f"{name} must be a floating-point tensor (e.g. torch.float32), got {x.dtype}; "
-            f"convert it with {name}.float()"
-        )
-    return x
-
-
-def require_finite(x: torch.Tensor, name: str) -> torch.Tensor:
-    """No NaN or infinity. Tensors without data (the ``meta`` device) pass: there is nothing to look at."""
-    if x.device.type != "meta" and x.numel():
-        # A NaN or an infinity makes the sum NaN or infinite, so a finite sum proves every entry finite: one pass and
-        # one number read back. Only a sum that overflowed (huge but finite entries) needs the entry-by-entry look.
-        if not math.isfinite(x.detach().sum().item()) and not bool(torch.isfinite(x).all()):
-            raise ValueError(f"{name} must be finite, got NaN or infinity")
-    return x
-
-
-def require_param_dtype(x: torch.Tensor, name: str, param: torch.Tensor) -> torch.Tensor:
-    """``x`` in the dtype of a layer's parameters (``param``): a layer computes in one dtype."""
-    if x.dtype != param.dtype:
-        raise TypeError(
-            f"{name} has dtype {x.dtype} but the layer's parameters are {param.dtype}; "
-            f"convert {name} with {name}.to({param.dtype}), or the layer with .to({x.dtype})"
-        )
-    return x
-
-
-def require_rank(x: torch.Tensor, name: str, ranks: Sequence[int], meaning: str) -> torch.Tensor:
-    """Check ``x.ndim`` is one of ``ranks``; ``meaning`` spells the expected shape, e.g. '(B, Q, D)'."""
-    require_tensor(x, name)
-    if x.ndim not in tuple(ranks):
-        raise ValueError(
-            f"{name} must have shape {meaning} ({' or '.join(f'{r}-D' for r in ranks)}), "
-            f"got shape {tuple(x.shape)} ({x.ndim}-D)"
-        )
-    return x
-
-
-def require_dim(x: torch.Tensor, name: str, dim: int, size: int, expected: str = "", note: str = "", lead: str = ""):
-    """Check ``x.shape[dim] == size``, else "<lead>x.shape[dim] must be <expected><size> (<note>), got x of shape S"."""
-    if x.shape[dim] != size:
-        must = f"{lead}{name}.shape[{dim}] must be {expected}{size}" + (f" ({note})" if note else "")
-        raise ValueError(f"{must}, got {name} of shape {tuple(x.shape)}")
-
-
-def require_same_dtype(x: torch.Tensor, name: str, ref: torch.Tensor, ref_name: str) -> None:
-    if x.dtype != ref.dtype:
-        raise TypeError(
-            f"{name} has dtype {x.dtype} but {ref_name} has dtype {ref.dtype}; "
-            f"use one dtype for both (e.g. {name}.to({ref_name}.dtype))"
-        )
-
-
-def require_int(value, name: str, low: int = 1, high: int | None = None, low_name: str = "") -> int:
-    """A whole number in ``[low, high]`` (``True``/``False`` are refused although Python counts them as ints).
-
-    ``low_name`` names where ``low`` comes from, e.g. ``"num_queries"`` for ``num_keys >= num_queries = 3``.
-    """
-    low_text = f"{low_name} = {low}" if low_name else f"{low}"
-    wanted = f"an integer >= {low_text}" if high is None else f"an integer in [{low}, {high}]"
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be {wanted}, got {value!r} ({type(value).__name__})")
-    if value < low or (high is not None and value > high):
-        raise ValueError(f"{name} must be {wanted}, got {value!r}")
-    return value
-
-
-def require_sequence(value, name: str, what: str) -> None:
-    """A sequence of ``what`` (a list, a tuple, an array or a tensor): not None, a string or a single number."""
-    if value is None or isinstance(value, str | bytes) or not hasattr(value, "__len__"):
-        raise TypeError(f"{name} must be a sequence of {what} (a list or a tensor), got {type(value).__name__}")
-
-
-def require_last_size(x, name: str, size: int, size_name: str) -> torch.Tensor:
-    """A tensor whose last axis has ``size`` entries (a layer's input: ``size`` is the layer's ``size_name``)."""
-    require_tensor(x, name)
-    if x.dim() == 0 or x.shape[-1] != size:
-        raise ValueError(
-            f"{name} must have size {size_name} = {size} in its last axis (B, T, {size}), got shape {tuple(x.shape)}"
-        )
-    return x
-
-
-def require_feature_size(x: torch.Tensor, name: str, meaning: str) -> None:
-    """A last axis (the size D of queries and keys) of at least 1: a dot product of nothing scores 0 / sqrt(0)."""
-    if x.shape[-1] == 0:
-        raise ValueError(f"{name} must have a last axis of size D >= 1 {meaning}, got shape {tuple(x.shape)}")
-
-
-def require_kv_heads(num_heads: int, num_kv_heads: int | None) -> int:
-    """G, the number of key/value heads (``num_heads`` when None); H must be a multiple of G."""
-    require_int(num_heads, "num_heads")
-    if num_kv_heads is None:
-        return num_heads
-    require_int(num_kv_heads, "num_kv_heads")
-    if num_heads % num_kv_heads:
-        raise ValueError(
-            f"num_heads = {num_heads} must be a multiple of num_kv_heads = {num_kv_heads} "
-            f"(each key/value head serves num_heads / num_kv_heads query heads)"
-        )
-    return num_kv_heads
-
-
-def require_number(value, name: str, wanted: str = "", ok=None) -> float:
-    """A finite real number (Python number or one-element tensor) for which ``ok(number)`` holds.
-
-    ``wanted`` words the condition, e.g. ``"> 0"`` or ``"in [0, 1)"``; ``""`` for any finite number.
-    """
-    wanted = f" {wanted}" if wanted else ""
-    if isinstance(value, torch.Tensor) and not value.dtype.is_complex:
-        if value.numel() != 1:
-            raise ValueError(f"{name} must be a single number, got a tensor of shape {tuple(value.shape)}")
-        number = float(value.detach())
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        number = float(value)
-    else:
-        raise TypeError(f"{name} must be a finite number{wanted}, got {value!r} ({type(value).__name__})")
-    if not math.isfinite(number) or (ok is not None and not ok(number)):
-        raise ValueError(f"{name} must be a finite number{wanted}, got {number}")
-    return number
-
-
-def require_positive(value, name: str) -> float:
-    """A finite number > 0 (Python number or 0-d tensor)."""
-    return require_number(value, name, "> 0", lambda v: v > 0)
-
-
-def require_probability(value, name: str = "dropout") -> float:
-    """A dropout probability in [0, 1)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a probability in [0, 1), got {value!r} ({type(value).__name__})")
-    if not 0 <= value < 1:
-        raise ValueError(f"{name} must be a probability in [0, 1), got {value!r}")
-    return float(value)
-
-
-def require_float_dtype(dtype, name: str = "dtype") -> torch.dtype:
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise TypeError(f"{name} must be a floating torch.dtype (e.g. torch.float32), got {dtype!r}")
-    return dtype
-
-
-def require_mask(mask, name: str = "mask") -> torch.Tensor:
-    """A bool tensor, ``True`` = may attend (its shape is the caller's to check)."""
-    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
-        got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
-        raise TypeError(f"{name} must be a bool tensor (True = may attend), got {got}")
-    return mask
-
-
-def _require_int_tensor(x, name: str, example: str) -> torch.Tensor:
-    require_tensor(x, name)
-    if x.is_floating_point() or x.is_complex() or x.dtype == torch.bool:
-        raise TypeError(
-            f"{name} must be an integer tensor (e.g. {example}), got {x.dtype}; convert it with {name}.long()"
-        )
-    return x
-
-
-def require_valid_lens(valid_lens, num_keys: int, leading: tuple[int, ...], name: str = "valid_lens") -> int:
-    """valid_lens: integer tensor of shape ``leading[:1]`` (B,) or ``leading`` (B, Q), values in [0, K].
-
-    Returns the shortest length (``num_keys`` when there is none), so that callers know without another pass
-    whether some row has nothing to attend to. On the ``meta`` device, where there are no values, ``num_keys``.
-    """
-    _require_int_tensor(valid_lens, name, "torch.tensor([2, 3])")
-    allowed = [leading[:1], leading] if len(leading) > 1 else [leading]
-    if tuple(valid_lens.shape) not in allowed:
-        wanted = " or ".join(f"{s}" for s in allowed)
-        raise ValueError(
-            f"{name} must have shape {wanted} (one length per sequence, or per query), "
-            f"got shape {tuple(valid_lens.shape)}"
-        )
-    if not valid_lens.numel() or valid_lens.device.type == "meta":
-        return num_keys
-    shortest, longest = (int(x) for x in torch.aminmax(valid_lens))  # one pass for both ends
-    if shortest < 0 or longest > num_keys:
-        bad = valid_lens[(valid_lens < 0) | (valid_lens > num_keys)][0]
-        raise ValueError(f"{name} must lie in [0, {num_keys}] (the number of keys), got {int(bad)}")
-    return shortest
+# Attention's arguments together: one call at the top of a topic function states what it needs.
 
 
 def require_qkv(queries, keys, values, same_size: bool = True) -> None:
@@ -250,84 +110,211 @@ def require_qkv(queries, keys, values, same_size: bool = True) -> None:
         require_finite(t, name)
 
 
-def require_tokens(tokens, name: str, vocab_size: int) -> torch.Tensor:
-    """A (B, T) int64 tensor of ids in ``[0, vocab_size)``."""
-    require_tensor(tokens, name)
-    if tokens.dtype != torch.long:
-        raise TypeError(f"{name} must be a (B, T) int64 tensor of token ids, got {tokens.dtype}")
-    if tokens.ndim != 2:
-        raise ValueError(f"{name} must be a (B, T) int64 tensor of token ids, got shape {tuple(tokens.shape)}")
-    if tokens.numel() and tokens.device.type != "meta" and (tokens.min() < 0 or tokens.max() >= vocab_size):
+def require_pooling_inputs(scores, values, dropout=None) -> None:
+    """``scores`` (B, Q, K) and ``values`` (B, K, V) of one floating dtype, finite; ``dropout`` None or callable."""
+    require_float(scores, "scores")
+    require_float(values, "values")
+    require_rank(scores, "scores", (3,), "(B, Q, K)")
+    require_rank(values, "values", (3,), "(B, K, V)")
+    require_same_dtype(values, "values", scores, "scores")
+    if values.shape[:2] != scores.shape[::2]:
         raise ValueError(
-            f"{name} must hold token ids in [0, {vocab_size}), got values {int(tokens.min())}..{int(tokens.max())}"
+            f"values must have shape (B, K, V) = ({scores.shape[0]}, {scores.shape[2]}, V) to match scores "
+            f"{tuple(scores.shape)}, got values {tuple(values.shape)}"
         )
-    return tokens
+    if dropout is not None and not callable(dropout):
+        raise TypeError(f"dropout must be a function such as nn.Dropout(p), got {type(dropout).__name__}")
+    require_finite(scores, "scores")
+    require_finite(values, "values")
 
 
-def require_source(src, src_len, vocab_size: int) -> None:
-    """``src`` (B, S) token ids and ``src_len`` (B,) int64 lengths in ``[1, S]``."""
-    require_tokens(src, "src", vocab_size)
-    require_tensor(src_len, "src_len")
-    if src_len.dtype != torch.long:
-        raise TypeError(f"src_len must be an int64 tensor of shape ({src.shape[0]},), got {src_len.dtype}")
-    if tuple(src_len.shape) != src.shape[:1]:
+def require_queries_keys(queries, keys) -> None:
+    """Queries (B, Q, D) and keys (B, K, D) of one floating dtype, D >= 1: the operands of a dot product."""
+    for name, t, meaning in (("queries", queries, "(B, Q, D)"), ("keys", keys, "(B, K, D)")):
+        require_float(t, name)
+        require_rank(t, name, (3,), meaning)
+    require_same_dtype(keys, "keys", queries, "queries")
+    if queries.shape[0] != keys.shape[0] or queries.shape[2] != keys.shape[2]:
         raise ValueError(
-            f"src_len must be an int64 tensor of shape ({src.shape[0]},), got shape {tuple(src_len.shape)}"
+            f"keys must have shape (B, K, D) = ({queries.shape[0]}, K, {queries.shape[2]}) to match queries "
+            f"{tuple(queries.shape)}, got keys {tuple(keys.shape)}"
         )
-    if src_len.numel() and src_len.device.type != "meta" and (src_len.min() < 1 or src_len.max() > src.shape[1]):
-        raise ValueError(f"src_len must lie in [1, S = {src.shape[1]}], got {src_len.tolist()}")
+    require_feature_size(queries, "queries", "(B, Q, D)")
 
 
-def require_target(tgt_in, src: torch.Tensor, vocab_size: int) -> None:
-    """``tgt_in`` (B, T) token ids with the same batch size B as ``src``."""
-    require_tokens(tgt_in, "tgt_in", vocab_size)
-    if tgt_in.shape[0] != src.shape[0]:
-        raise ValueError(f"tgt_in must have one row per source: shape ({src.shape[0]}, T), got {tuple(tgt_in.shape)}")
-
-
-def require_choice(value, name: str, choices) -> str:
-    """One of the names in ``choices`` (a kernel name, a pattern name...)."""
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be one of {list(choices)}, got {value!r} ({type(value).__name__})")
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {list(choices)}, got {value!r}")
-    return value
-
-
-def require_bool(value, name: str) -> bool:
-    """``True`` or ``False`` (not 0/1, not None)."""
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
-    return value
-
-
-def require_positions(positions, length: int, name: str = "positions") -> torch.Tensor:
-    """positions: an integer tensor of shape (L,) = (``length``,) with values >= 0 (RoPE's token positions)."""
-    _require_int_tensor(positions, name, "torch.arange(L)")
-    if tuple(positions.shape) != (length,):
+def require_additive_inputs(queries, keys, w_q, w_k, w_v) -> None:
+    """Queries (B, Q, Dq), keys (B, K, Dk), w_q (U, Dq), w_k (U, Dk), w_v (U,): one floating dtype."""
+    for name, t, meaning in (("queries", queries, "(B, Q, Dq)"), ("keys", keys, "(B, K, Dk)")):
+        require_float(t, name)
+        require_rank(t, name, (3,), meaning)
+    if queries.shape[0] != keys.shape[0]:
         raise ValueError(
-            f"{name} must have shape (L,) = ({length},), one position per row of x, got shape {tuple(positions.shape)}"
+            f"queries and keys must share the batch size B, got queries {tuple(queries.shape)} "
+            f"and keys {tuple(keys.shape)}"
         )
-    if positions.numel() and positions.device.type != "meta" and int(positions.min()) < 0:
-        raise ValueError(f"{name} must be non-negative integers, got {int(positions.min())}")
-    return positions
+    for name, t in (("keys", keys), ("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
+        require_float(t, name)
+        require_same_dtype(t, name, queries, "queries")
+    require_rank(w_v, "w_v", (1,), "(U,)")
+    hidden = w_v.shape[0]
+    for name, t, given, which in (("w_q", w_q, queries, "Dq"), ("w_k", w_k, keys, "Dk")):
+        size, source = given.shape[-1], "queries" if given is queries else "keys"
+        if t.shape != (hidden, size):
+            raise ValueError(
+                f"{name} must have shape (U, {which}) = ({hidden}, {size}) (U from w_v {tuple(w_v.shape)}, "
+                f"{which} from {source} {tuple(given.shape)}), got {tuple(t.shape)}"
+            )
 
 
-def require_min_rank(x: torch.Tensor, name: str, low: int, meaning: str) -> torch.Tensor:
-    """Check ``x.ndim >= low``; ``meaning`` spells the expected shape, e.g. '(..., L, D)'."""
-    require_tensor(x, name)
-    if x.ndim < low:
+def require_additive_layer_inputs(queries, keys, values, W_q, W_k) -> None:
+    """``require_qkv`` (sizes may differ) plus sizes and dtype that fit the layer's ``W_q`` and ``W_k``."""
+    require_qkv(queries, keys, values, same_size=False)
+    for name, t, arg, size in (
+        ("queries", queries, "query_size", W_q.in_features),
+        ("keys", keys, "key_size", W_k.in_features),
+    ):
+        require_dim(t, name, -1, size, expected=f"{arg} = ")
+    if queries.dtype != W_q.weight.dtype:
+        raise TypeError(
+            f"queries have dtype {queries.dtype} but the layer's parameters are {W_q.weight.dtype}; "
+            f"convert the layer with .to({queries.dtype})"
+        )
+
+
+def require_self_attention_inputs(inputs, w_query, w_key, w_value) -> None:
+    """inputs (T, Din); w_query, w_key (Din, D) with D >= 1; w_value (Din, V); one floating dtype, finite."""
+    require_float(inputs, "inputs")
+    require_rank(inputs, "inputs", (2,), "(T, Din)")
+    for name, w in (("w_query", w_query), ("w_key", w_key), ("w_value", w_value)):
+        require_float(w, name)
+        require_rank(w, name, (2,), "(Din, V)" if name == "w_value" else "(Din, D)")
+        require_same_dtype(w, name, inputs, "inputs")
+        require_dim(w, name, 0, inputs.shape[1], expected="Din = ", note=f"inputs {tuple(inputs.shape)}")
+    if w_query.shape[1] != w_key.shape[1]:
         raise ValueError(
-            f"{name} must have shape {meaning} (at least {low}-D), got shape {tuple(x.shape)} ({x.ndim}-D)"
+            f"w_query and w_key must project to one size D, got {tuple(w_query.shape)} and {tuple(w_key.shape)}"
         )
-    return x
+    require_feature_size(w_query, "w_query", "(Din, D)")
+    for name, t in (("inputs", inputs), ("w_query", w_query), ("w_key", w_key), ("w_value", w_value)):
+        require_finite(t, name)
 
 
-def require_keywords(value, name: str, what: str, example: str) -> dict:
-    """A dict of keyword argument name -> ``what`` (a slider panel's ``controls`` or ``fixed``), keyed by names."""
-    if not isinstance(value, Mapping):
-        raise TypeError(f"{name} must be a dict of argument name -> {what}, got {type(value).__name__}; e.g. {example}")
-    for key in value:
-        if not isinstance(key, str) or not key.isidentifier():
-            raise TypeError(f"{name} must be keyed by argument names (str), got {key!r}")
-    return dict(value)
+def require_heads_inputs(queries, keys, values, num_heads, valid_lens, mask, projections) -> None:
+    """Every argument of ``multi_head_attention``, checked against the caller's sizes.
+
+    ``projections``: (name, function) pairs; a function with a ``.weight`` (an ``nn.Linear``) must match the
+    inputs' dtype, and ``W_q``, ``W_k``, ``W_v`` their input's last size. ``mask``: (Q, K), (1, Q, K) or (B, Q, K).
+    """
+    require_qkv(queries, keys, values, same_size=False)
+    require_int(num_heads, "num_heads")
+    for name, fn in projections:
+        if not callable(fn):
+            raise TypeError(f"{name} must be a projection such as nn.Linear, got {type(fn).__name__}")
+        weight = getattr(fn, "weight", None)  # an nn.Linear: its parameters must match the inputs' dtype
+        if isinstance(weight, torch.Tensor) and weight.dtype != queries.dtype:
+            raise TypeError(
+                f"{name} has dtype {weight.dtype} but queries have dtype {queries.dtype}; "
+                f"convert the inputs, or the projection with .to({queries.dtype})"
+            )
+        fed = {"W_q": ("queries", queries), "W_k": ("keys", keys), "W_v": ("values", values)}.get(name)
+        if fed is not None and isinstance(weight, torch.Tensor) and weight.ndim == 2:  # in_features = weight.shape[1]
+            require_dim(fed[1], fed[0], -1, weight.shape[1], note=f"the input size of {name}")
+    batch, num_q, num_k = queries.shape[0], queries.shape[1], keys.shape[1]
+    if valid_lens is not None:
+        require_valid_lens(valid_lens, num_k, (batch, num_q))
+    if mask is not None:
+        require_mask(mask)
+        wanted = [(num_q, num_k), (1, num_q, num_k), (batch, num_q, num_k)]
+        if tuple(mask.shape) not in wanted:
+            raise ValueError(
+                f"mask must have shape (Q, K), (1, Q, K) or (B, Q, K) = {' or '.join(map(str, wanted))}, "
+                f"got {tuple(mask.shape)}"
+            )
+
+
+def require_kv_features(k: torch.Tensor, v: torch.Tensor, head_size: int, groups: int) -> None:
+    """Projected keys and values (B * G, K, dh) whose head size dh is the queries' ``head_size``."""
+    if k.shape[-1] != head_size or v.shape[-1] != head_size:
+        raise ValueError(
+            f"W_k and W_v must give num_kv_heads * dh = {groups} * {head_size} features, "
+            f"got {k.shape[-1] * groups} and {v.shape[-1] * groups}"
+        )
+
+
+def require_layer_inputs(queries, keys, values, layers) -> None:
+    """``require_qkv`` (sizes may differ), each input fitting the input size and dtype of its ``nn.Linear`` of
+    ``layers`` (W_q, W_k, W_v)."""
+    require_qkv(queries, keys, values, same_size=False)
+    for name, t, layer in zip(("queries", "keys", "values"), (queries, keys, values), layers, strict=True):
+        require_dim(t, name, -1, layer.in_features)
+        if t.dtype != layer.weight.dtype:
+            raise TypeError(
+                f"{name} have dtype {t.dtype} but the layer's parameters are {layer.weight.dtype}; "
+                f"convert the inputs, or the layer with .to({t.dtype})"
+            )
+
+
+def require_attention_inputs(queries, keys, values, block_size=1, causal=False, window=None) -> None:
+    """queries (..., Q, D), keys (..., K, D), values (..., K, V): one floating dtype, shared leading sizes (...),
+    not empty, finite (``require_qkv`` is the batched 3-D version); then ``flash_attention``'s block size (an
+    integer >= 1), ``causal`` and ``window``."""
+    meanings = {"queries": "(..., Q, D)", "keys": "(..., K, D)", "values": "(..., K, V)"}
+    named = {"queries": queries, "keys": keys, "values": values}
+    for name, t in named.items():
+        require_float(t, name)
+        if t.ndim < 2:
+            raise ValueError(f"{name} must have shape {meanings[name]} (2-D or more), got shape {tuple(t.shape)}")
+    require_same_dtype(keys, "keys", queries, "queries")
+    require_same_dtype(values, "values", queries, "queries")
+    if not (queries.shape[:-2] == keys.shape[:-2] == values.shape[:-2]):
+        raise ValueError(
+            "queries, keys and values must share their leading sizes (...), got "
+            f"queries {tuple(queries.shape)}, keys {tuple(keys.shape)}, values {tuple(values.shape)}"
+        )
+    if keys.shape[-2] != values.shape[-2]:
+        raise ValueError(
+            f"values must have one row per key: values.shape[-2] must be K = {keys.shape[-2]} "
+            f"(keys {tuple(keys.shape)}), got values {tuple(values.shape)}"
+        )
+    if queries.shape[-1] != keys.shape[-1]:
+        raise ValueError(
+            f"queries and keys must have the same size D for a dot product, got queries {tuple(queries.shape)} "
+            f"(D = {queries.shape[-1]}) and keys {tuple(keys.shape)} (D = {keys.shape[-1]})"
+        )
+    for name, t in named.items():
+        require_not_empty(t, name, meanings[name])
+        require_finite(t, name)
+    require_int(block_size, "block_size", 1)
+    require_causal_window(causal, window)
+
+
+def require_nw_inputs(queries, keys, values, kernel, bandwidth, mask, kernel_names) -> None:
+    """Every argument of ``nadaraya_watson``: queries (Q,) or (Q, D), keys of the same kind, values (K,) or (K, V),
+    one floating dtype, finite, K >= 1; a kernel name of ``kernels`` or a function; a bandwidth > 0; a bool
+    (Q, K) mask or None."""
+    for name, t in (("queries", queries), ("keys", keys), ("values", values)):
+        require_float(t, name)
+    require_same_dtype(keys, "keys", queries, "queries")
+    require_same_dtype(values, "values", queries, "queries")
+    require_rank(queries, "queries", (1, 2), "(Q,) or (Q, D)")
+    require_rank(keys, "keys", (1, 2), "(K,) or (K, D)")
+    require_rank(values, "values", (1, 2), "(K,) or (K, V)")
+    if queries.ndim != keys.ndim or (queries.ndim == 2 and queries.shape[1] != keys.shape[1]):
+        raise ValueError(
+            f"queries and keys must have the same kind: both (N,) or both (N, D) with the same D; "
+            f"got queries {tuple(queries.shape)} and keys {tuple(keys.shape)}"
+        )
+    one_row_per_key = "values must have one row per key: "
+    require_dim(values, "values", 0, keys.shape[0], note=f"keys has shape {tuple(keys.shape)}", lead=one_row_per_key)
+    if keys.shape[0] == 0:
+        raise ValueError("keys must hold at least one key, got 0")
+    for name, t in (("queries", queries), ("keys", keys), ("values", values)):
+        require_finite(t, name)
+    require_positive(bandwidth, "bandwidth")
+    if mask is not None:
+        require_mask(mask)
+        if mask.shape != (queries.shape[0], keys.shape[0]):
+            raise ValueError(
+                f"mask must have shape (Q, K) = {(queries.shape[0], keys.shape[0])}, got {tuple(mask.shape)}"
+            )
+    require_kernel(kernel, kernel_names)

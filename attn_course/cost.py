@@ -15,7 +15,7 @@ import time
 import numpy as np
 import torch
 
-from ._validate import require_choice, require_float_dtype, require_int, require_sequence
+from ._validate import require_choice, require_float_dtype, require_int, require_loglog_data
 from .scoring import additive_scores, attention_pooling, scaled_dot_product_attention
 
 __all__ = ["attention_cost", "loglog_slope"]
@@ -93,15 +93,6 @@ def attention_cost(
 
 def loglog_slope(sizes, costs) -> float:
     """Least-squares slope of ``log cost`` against ``log size`` (``numpy.polyfit``, degree 1): cost ~ size^slope."""
-    require_sequence(sizes, "sizes", "numbers")
-    require_sequence(costs, "costs", "numbers")
-    if len(sizes) != len(costs) or len(sizes) < 2:
-        raise ValueError(f"sizes and costs must have the same length >= 2, got {len(sizes)} and {len(costs)}")
-    if min(sizes) <= 0 or min(costs) <= 0:
-        raise ValueError(
-            f"sizes and costs must be positive to take logarithms, got smallest size {min(sizes)} and cost {min(costs)}"
-        )
-    if len(set(sizes)) == 1:
-        raise ValueError(f"sizes must not all be equal (a slope needs two different sizes), got {list(sizes)}")
+    require_loglog_data(sizes, costs)
     slope, _ = np.polyfit(np.log(np.asarray(sizes, dtype=float)), np.log(np.asarray(costs, dtype=float)), 1)
     return float(slope)

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import torch
 
-from ._validate import require_float, require_float_dtype, require_int, require_number
+from ._validate import require_float, require_float_dtype, require_int, require_nonnegative, require_number
 
 __all__ = [
     "true_function",
@@ -29,8 +29,7 @@ __all__ = [
 def true_function(x: torch.Tensor) -> torch.Tensor:
     """The curve behind the toy data: ``y = 2 sin(x) + x^0.8`` (for x >= 0)."""
     require_float(x, "x")
-    if x.numel() and x.device.type != "meta" and bool((x < 0).any()):  # x^0.8 is NaN below 0
-        raise ValueError(f"x must be >= 0 (x^0.8 has no real value below 0), got {float(x.min())}")
+    require_nonnegative(x, "x", "x^0.8 has no real value below 0")
     return 2 * torch.sin(x) + x**0.8
 
 

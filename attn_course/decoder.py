@@ -26,8 +26,15 @@ import math
 import torch
 from torch import nn
 
-from ._validate import require_choice, require_int, require_kv_heads, require_probability, require_tokens
-from .kvcache import KVCache
+from ._validate import require_choice
+from ._validate_models import (
+    require_ablate,
+    require_called,
+    require_decoder_attention,
+    require_decoder_input,
+    require_decoder_sizes,
+    require_model_scaling,
+)
 from .mla import MultiHeadLatentAttention
 from .multihead import MultiHeadAttention, repeat_kv_heads
 from .positional import positional_encoding
@@ -143,8 +150,7 @@ class DecoderOnlyBlock(nn.Module):
     def head_writes(self) -> torch.Tensor:
         """What each head of the last pass added to the residual stream: ``W_o``'s columns of head h times the
         head's output, (B, H, T, D); summed over the heads, the attention sublayer's output."""
-        if self.head_outputs is None:
-            raise RuntimeError("no head outputs yet: call the model first")
+        require_called(self.head_outputs, "head outputs")
         out = self.head_outputs  # (B, H, T, dh)
         att = self.attention
         W_o = (att.W_O if isinstance(att, MultiHeadLatentAttention) else att.W_o).weight  # (D, H * dh)
@@ -193,41 +199,14 @@ class DecoderOnlyLM(nn.Module):
         rope_scaling=None,
     ):
         super().__init__()
-        self.vocab_size = require_int(vocab_size, "vocab_size")
-        require_int(num_hiddens, "num_hiddens")
-        require_int(num_heads, "num_heads")
-        require_int(num_layers, "num_layers")
-        self.max_len = require_int(max_len, "max_len")
-        require_kv_heads(num_heads, num_kv_heads)
-        self.positional = require_choice(positional, "positional", POSITIONAL)
-        ffn_hiddens = 4 * num_hiddens if ffn_hiddens is None else require_int(ffn_hiddens, "ffn_hiddens")
-        require_probability(dropout)
-        self.attention = require_choice(attention, "attention", ATTENTION)
-        require_int(rope_dim, "rope_dim", 0)
-        if attention == "mla":
-            require_int(latent_dim, "latent_dim")
-            if num_kv_heads is not None:
-                raise ValueError(
-                    f"num_kv_heads is for attention='mha' (grouped-query attention); attention='mla' shares one latent "
-                    f"among all heads: leave num_kv_heads=None, got {num_kv_heads}"
-                )
-            if positional == "rope" and rope_dim == 0:
-                raise ValueError(
-                    "attention='mla' with positional='rope' needs rope_dim > 0: latent attention rotates a decoupled "
-                    "RoPE part of size rope_dim, not its keys"
-                )
-        elif latent_dim is not None or rope_dim:
-            raise ValueError(
-                f"latent_dim and rope_dim are for attention='mla', got latent_dim={latent_dim!r}, "
-                f"rope_dim={rope_dim!r} "
-                "with attention='mha'"
-            )
-        if num_hiddens % num_heads:
-            raise ValueError(f"num_hiddens = {num_hiddens} must be divisible by num_heads = {num_heads}")
-        if positional == "rope" and attention == "mha" and (num_hiddens // num_heads) % 2:
-            raise ValueError(
-                f"positional='rope' needs an even head size, got num_hiddens / num_heads = {num_hiddens // num_heads}"
-            )
+        require_decoder_sizes(
+            vocab_size, num_hiddens, num_heads, num_layers, max_len, num_kv_heads, ffn_hiddens, dropout
+        )
+        require_choice(positional, "positional", POSITIONAL)
+        require_choice(attention, "attention", ATTENTION)
+        require_decoder_attention(attention, positional, latent_dim, rope_dim, num_kv_heads, num_hiddens // num_heads)
+        self.vocab_size, self.max_len, self.positional, self.attention = vocab_size, max_len, positional, attention
+        ffn_hiddens = 4 * num_hiddens if ffn_hiddens is None else ffn_hiddens  # U
         self.num_heads = num_heads
         self.embedding = nn.Embedding(vocab_size, num_hiddens)
         if positional == "learned":
@@ -252,14 +231,7 @@ class DecoderOnlyLM(nn.Module):
 
     @rope_scaling.setter
     def rope_scaling(self, scaling) -> None:
-        from .rotary import _require_scaling
-
-        scaling = _require_scaling(scaling)
-        if scaling is not None and (self.positional != "rope" or self.attention != "mha"):
-            raise ValueError(
-                f"rope_scaling is for positional='rope' with attention='mha', got positional={self.positional!r}, "
-                f"attention={self.attention!r}"
-            )
+        scaling = require_model_scaling(scaling, self.positional, self.attention)
         for block in self.blocks:
             block.rope_scaling = scaling
 
@@ -273,23 +245,9 @@ class DecoderOnlyLM(nn.Module):
         return per_step.view(-1, 1, 1) * distance.to(per_step.dtype)  # (H, 1, 1) * (T, K) -> (H, T, K)
 
     def forward(self, tokens, cache=None, *, window=None, sinks=0, ablate=()):
-        require_tokens(tokens, "tokens", self.vocab_size)
-        if tokens.shape[1] == 0:
-            raise ValueError(f"tokens must hold at least one position, got shape {tuple(tokens.shape)}")
-        if cache is not None and not isinstance(cache, KVCache):
-            raise TypeError(f"cache must be an attn_course.KVCache or None, got {type(cache).__name__}")
-        if cache is not None and cache.num_layers != len(self.blocks):
-            raise ValueError(f"cache must have num_layers = {len(self.blocks)}, got {cache.num_layers}")
-        if window is not None:
-            require_int(window, "window")
-        require_int(sinks, "sinks", 0)
+        require_decoder_input(self, tokens, cache, window, sinks)
         start = 0 if cache is None else cache.next_position
         positions = torch.arange(start, start + tokens.shape[1], device=tokens.device)  # (T,)
-        if self.positional in ("learned", "sinusoidal") and start + tokens.shape[1] > self.max_len:
-            raise ValueError(
-                f"positions up to {start + tokens.shape[1] - 1} requested; a model with positional="
-                f"'{self.positional}' has max_len = {self.max_len} (positions 0..{self.max_len - 1})"
-            )
         keep = self._kept_heads(ablate, tokens.device)
         k_pos = positions if cache is None else cache.key_positions(positions)  # (K,)
         mask = window_mask(positions, k_pos, window, sinks)  # (T, K)
@@ -309,11 +267,7 @@ class DecoderOnlyLM(nn.Module):
     def _kept_heads(self, ablate, device) -> list[torch.Tensor | None]:
         """Per layer, None (all heads) or (H,) with 0 at each ablated head."""
         keep: list[torch.Tensor | None] = [None] * len(self.blocks)
-        for pair in ablate:
-            if not (isinstance(pair, tuple) and len(pair) == 2):
-                raise TypeError(f"ablate must hold (layer, head) pairs, got {pair!r}")
-            layer = require_int(pair[0], "layer in ablate", 0, len(self.blocks) - 1)
-            head = require_int(pair[1], "head in ablate", 0, self.num_heads - 1)
+        for layer, head in require_ablate(ablate, len(self.blocks), self.num_heads):
             if keep[layer] is None:
                 keep[layer] = torch.ones(self.num_heads, device=device)
             keep[layer][head] = 0.0
@@ -321,6 +275,5 @@ class DecoderOnlyLM(nn.Module):
 
     def attention_weights(self) -> torch.Tensor:
         """The last forward pass's weights, stacked over layers: (B, L, H, T, K)."""
-        if self.blocks[0].attention_weights is None:
-            raise RuntimeError("no attention weights yet: call the model first")
+        require_called(self.blocks[0].attention_weights, "attention weights")
         return torch.stack([b.attention_weights for b in self.blocks], dim=1)

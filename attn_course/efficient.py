@@ -25,20 +25,16 @@ import math
 
 import torch
 
-from ._validate import require_finite, require_float, require_int, require_same_dtype, require_tensor
+from ._validate import (
+    LOW_PRECISION,
+    require_attention_inputs,
+    require_block_grid,
+    require_causal_window,
+    require_no_overflow,
+    require_row_scores,
+)
 
 __all__ = ["online_softmax", "flash_attention", "block_counts"]
-
-_LOW_PRECISION = (torch.float16, torch.bfloat16)  # computed in float32, returned in their own dtype
-
-
-def _require_block_size(block_size) -> int:
-    return require_int(block_size, "block_size", 1)
-
-
-def _require_not_empty(x: torch.Tensor, name: str, meaning: str) -> None:
-    if x.numel() == 0:
-        raise ValueError(f"{name} must not be empty: shape {meaning} with every size >= 1, got {tuple(x.shape)}")
 
 
 def online_softmax(scores: torch.Tensor, block_size: int) -> torch.Tensor:
@@ -51,13 +47,8 @@ def online_softmax(scores: torch.Tensor, block_size: int) -> torch.Tensor:
     Returns:
         (..., K) weights of the dtype of ``scores``; each row sums to 1. ``scores`` is not modified.
     """
-    require_float(scores, "scores")
-    _require_block_size(block_size)
-    if scores.ndim < 1:
-        raise ValueError(f"scores must have shape (..., K) (1-D or more), got shape {tuple(scores.shape)} (0-D)")
-    _require_not_empty(scores, "scores", "(..., K)")
-    require_finite(scores, "scores")
-    work = scores.float() if scores.dtype in _LOW_PRECISION else scores  # (..., K)
+    require_row_scores(scores, block_size)
+    work = scores.float() if scores.dtype in LOW_PRECISION else scores  # (..., K)
     num_keys = work.shape[-1]
     running_max = torch.full(work.shape[:-1], -math.inf, dtype=work.dtype, device=work.device)  # (...,)
     running_sum = torch.zeros_like(running_max)  # (...,)
@@ -96,10 +87,8 @@ def block_counts(
     Returns:
         ``{"computed": ..., "skipped": ..., "total": ...}``, with total = ceil(Q / b) * ceil(K / b).
     """
-    require_int(num_queries, "num_queries")
-    require_int(num_keys, "num_keys")
-    _require_block_size(block_size)
-    offset = _require_causal_sizes(num_queries, num_keys, causal, window)
+    require_block_grid(num_queries, num_keys, block_size, causal, window)
+    offset = num_keys - num_queries  # bottom-right alignment: query i sits at position i + K - Q
     computed = sum(
         len(_key_blocks(q, min(q + block_size, num_queries), num_keys, block_size, offset, causal, window))
         for q in range(0, num_queries, block_size)
@@ -109,50 +98,9 @@ def block_counts(
 
 
 def _require_causal_sizes(num_queries: int, num_keys: int, causal, window) -> int:
-    """Check ``causal`` and ``window``; return the offset K - Q of the bottom-right alignment."""
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be True or False, got {causal!r} ({type(causal).__name__})")
-    if window is not None:
-        require_int(window, "window", 1)
-        if not causal:
-            raise ValueError("window needs causal=True: a sliding window keeps the last `window` keys up to a query")
+    """Check ``causal`` and ``window``; return the offset K - Q of the bottom-right alignment (``plots.efficient``)."""
+    require_causal_window(causal, window)
     return num_keys - num_queries  # negative when Q > K: the first Q - K queries see no key
-
-
-def _require_attention_inputs(queries, keys, values) -> None:
-    for name, t, meaning in (
-        ("queries", queries, "(..., Q, D)"),
-        ("keys", keys, "(..., K, D)"),
-        ("values", values, "(..., K, V)"),
-    ):
-        require_tensor(t, name)
-        require_float(t, name)
-        if t.ndim < 2:
-            raise ValueError(f"{name} must have shape {meaning} (2-D or more), got shape {tuple(t.shape)}")
-    require_same_dtype(keys, "keys", queries, "queries")
-    require_same_dtype(values, "values", queries, "queries")
-    if not (queries.shape[:-2] == keys.shape[:-2] == values.shape[:-2]):
-        raise ValueError(
-            "queries, keys and values must share their leading sizes (...), got "
-            f"queries {tuple(queries.shape)}, keys {tuple(keys.shape)}, values {tuple(values.shape)}"
-        )
-    if keys.shape[-2] != values.shape[-2]:
-        raise ValueError(
-            f"values must have one row per key: values.shape[-2] must be K = {keys.shape[-2]} "
-            f"(keys {tuple(keys.shape)}), got values {tuple(values.shape)}"
-        )
-    if queries.shape[-1] != keys.shape[-1]:
-        raise ValueError(
-            f"queries and keys must have the same size D for a dot product, got queries {tuple(queries.shape)} "
-            f"(D = {queries.shape[-1]}) and keys {tuple(keys.shape)} (D = {keys.shape[-1]})"
-        )
-    for name, t, meaning in (
-        ("queries", queries, "(..., Q, D)"),
-        ("keys", keys, "(..., K, D)"),
-        ("values", values, "(..., K, V)"),
-    ):
-        _require_not_empty(t, name, meaning)
-        require_finite(t, name)
 
 
 def _tile_step(q_block, k_block, v_block, allowed, running_max, running_sum, acc):
@@ -202,11 +150,10 @@ def flash_attention(
         (..., Q, V) of the dtype of ``queries``, as ``F.scaled_dot_product_attention`` (no weights). The inputs are
         not modified.
     """
-    _require_attention_inputs(queries, keys, values)
-    _require_block_size(block_size)
+    require_attention_inputs(queries, keys, values, block_size, causal, window)
     num_queries, num_keys = queries.shape[-2], keys.shape[-2]
-    offset = _require_causal_sizes(num_queries, num_keys, causal, window)
-    work = torch.float32 if queries.dtype in _LOW_PRECISION else queries.dtype
+    offset = num_keys - num_queries  # bottom-right alignment: query i sits at position i + K - Q
+    work = torch.float32 if queries.dtype in LOW_PRECISION else queries.dtype
     q_all, k_all, v_all = (t.to(work) for t in (queries, keys, values))  # no copy unless the dtype changes
     scale = 1.0 / math.sqrt(queries.shape[-1])
     out = torch.empty(*values.shape[:-2], num_queries, values.shape[-1], dtype=work, device=values.device)
@@ -240,11 +187,7 @@ def flash_attention(
             )
         sees_a_key = q_pos.squeeze(-1) >= 0 if causal else torch.ones_like(q_pos.squeeze(-1), dtype=torch.bool)
         # (bq,): a row that sees a key has a finite maximum, unless a score overflowed the dtype (it would give NaN)
-        if q_block.device.type != "meta" and not bool(torch.isfinite(running_max[..., sees_a_key]).all()):
-            raise ValueError(
-                f"scores must be finite, got NaN or infinity: Q K^T / sqrt(D) overflowed {work} "
-                "(scale the queries or keys down)"
-            )
+        require_no_overflow(running_max, sees_a_key, work)
         # A row that sees no key (Q > K, causal) has acc = 0 and running_sum = 0: divide by 1 there, giving zeros.
         denominator = torch.where(running_sum > 0, running_sum, torch.ones_like(running_sum))  # (..., bq)
         out[..., q_start:q_stop, :] = acc / denominator.unsqueeze(-1)  # (..., bq, V): normalise once, at the end

@@ -15,7 +15,7 @@ import time
 import torch
 from torch import nn
 
-from ._validate import require_finite, require_float, require_int, require_number, require_rank, require_tokens
+from ._validate_lm import require_generate_args, require_sampling, require_timing_args
 from .kvcache import KVCache
 
 __all__ = ["next_token_probs", "generate", "time_per_token"]
@@ -27,22 +27,13 @@ def next_token_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int 
     Temperature 0 is greedy decoding: probability 1 on the largest logit (the first one, on a tie). Logits tied
     with the ``top_k``-th largest are kept too.
     """
-    require_float(logits, "logits")
-    require_rank(logits, "logits", (1, 2, 3), "(C,), (B, C) or (B, T, C)")
-    require_finite(logits, "logits")
-    if logits.shape[-1] == 0:
-        raise ValueError(f"logits must hold at least one token's logit (C >= 1), got shape {tuple(logits.shape)}")
-    temperature = require_number(temperature, "temperature", ">= 0", lambda t: t >= 0)
-    if top_k is not None:
-        require_int(top_k, "top_k", 1, logits.shape[-1])
+    temperature = require_sampling(logits, temperature, top_k)
     if temperature == 0:
         return nn.functional.one_hot(logits.argmax(-1), logits.shape[-1]).to(logits.dtype)  # (..., C)
     if top_k is not None:
         kth = logits.topk(top_k, dim=-1).values[..., -1:]  # (..., 1): the k-th largest logit
         logits = logits.masked_fill(logits < kth, -torch.inf)  # the others get probability exactly 0
-    shifted = logits - logits.amax(
-        dim=-1, keepdim=True
-    )  # (..., C), <= 0: dividing by a small temperature cannot overflow
+    shifted = logits - logits.amax(dim=-1, keepdim=True)  # (..., C), <= 0: a small temperature cannot overflow
     return torch.softmax(shifted / temperature, dim=-1)  # (..., C), = softmax(logits / temperature)
 
 
@@ -66,19 +57,7 @@ def generate(
             feed the whole sequence again at every step. Both give the same tokens.
         generator: the random generator of the draws (None: PyTorch's global one).
     """
-    if not isinstance(model, nn.Module) or not hasattr(model, "blocks") or not hasattr(model, "vocab_size"):
-        raise TypeError(f"model must be a DecoderOnlyLM, got {type(model).__name__}")
-    require_tokens(prompt, "prompt", model.vocab_size)
-    if prompt.shape[1] == 0:
-        raise ValueError(f"prompt must hold at least one token, got shape {tuple(prompt.shape)}")
-    require_int(max_new_tokens, "max_new_tokens", 0)
-    require_number(temperature, "temperature", ">= 0", lambda t: t >= 0)
-    if top_k is not None:
-        require_int(top_k, "top_k", 1, model.vocab_size)
-    if not isinstance(use_cache, bool):
-        raise TypeError(f"use_cache must be True or False, got {use_cache!r} ({type(use_cache).__name__})")
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+    require_generate_args(model, prompt, max_new_tokens, temperature, top_k, use_cache, generator)
     was_training = model.training
     model.eval()
     try:
@@ -107,14 +86,7 @@ def time_per_token(model: nn.Module, lengths, *, use_cache: bool, repeats: int =
     the newest token only; without it, the model reads all ``n + 1`` tokens. Each time is the fastest of ``repeats``
     runs (the least disturbed by other work on the machine). Tokens are random, drawn with ``seed``.
     """
-    if not isinstance(model, nn.Module) or not hasattr(model, "blocks") or not hasattr(model, "vocab_size"):
-        raise TypeError(f"model must be a DecoderOnlyLM, got {type(model).__name__}")
-    if isinstance(lengths, str | bytes) or not hasattr(lengths, "__iter__"):
-        raise TypeError(f"lengths must be a sequence of token counts, got {type(lengths).__name__}")
-    lengths = [require_int(n, "each length") for n in lengths]
-    require_int(repeats, "repeats")
-    if not isinstance(use_cache, bool):
-        raise TypeError(f"use_cache must be True or False, got {use_cache!r} ({type(use_cache).__name__})")
+    lengths = require_timing_args(model, lengths, use_cache, repeats)
     device = next(model.parameters()).device
     generator = torch.Generator().manual_seed(seed)
     was_training = model.training

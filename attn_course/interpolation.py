@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from ._validate import require_float, require_rank, require_same_dtype
+from ._validate import require_curve
 
 __all__ = ["curve_mean_var"]
 
@@ -25,14 +25,7 @@ def curve_mean_var(x: torch.Tensor, f: torch.Tensor) -> tuple[float, float]:
         x: (N,) increasing grid, N >= 2.
         f: (N,) the curve's values on the grid.
     """
-    require_float(x, "x")
-    require_float(f, "f")
-    require_same_dtype(f, "f", x, "x")
-    require_rank(x, "x", (1,), "(N,)")
-    if f.shape != x.shape or x.shape[0] < 2:
-        raise ValueError(f"x and f must both have shape (N,) with N >= 2, got {tuple(x.shape)} and {tuple(f.shape)}")
-    if not (x[1:] > x[:-1]).all():
-        raise ValueError("x must be strictly increasing")
+    require_curve(x, f)
     x, f = x.detach(), f.detach()  # two plain numbers come back: no gradient to keep
     length = float(x[-1] - x[0])
     mean = torch.trapezoid(f, x) / length

@@ -18,14 +18,11 @@ from collections.abc import Callable
 import torch
 
 from ._validate import (
-    require_choice,
-    require_dim,
-    require_finite,
+    LOW_PRECISION,
     require_float,
-    require_mask,
-    require_positive,
-    require_rank,
-    require_same_dtype,
+    require_kernel_weights,
+    require_lagrange_inputs,
+    require_nw_inputs,
 )
 
 __all__ = [
@@ -95,6 +92,31 @@ def _as_rows(x: torch.Tensor) -> torch.Tensor:
     return x.unsqueeze(-1) if x.ndim == 1 else x  # (N,) -> (N, 1)
 
 
+def _function_logits(kernel: Callable[[torch.Tensor], torch.Tensor], dist2: torch.Tensor, bandwidth) -> torch.Tensor:
+    """``log K(|q - k| / h)`` (Q, K) for a kernel given as a function, from the squared distances ``dist2`` (Q, K)."""
+    positive = dist2 > 0  # sqrt has an infinite slope at 0: keep it away for finite gradients
+    dist = torch.where(positive, torch.sqrt(torch.where(positive, dist2, 1.0)), 0.0)  # (Q, K)
+    k_values = kernel(dist / bandwidth)  # (Q, K)
+    require_kernel_weights(k_values, dist2.shape)
+    logits = torch.log(k_values)  # log 0 = -inf: outside the support
+    infinite = torch.isposinf(k_values)  # e.g. |u|^-p at u = 0: in the limit those keys take all the weight
+    if infinite.any():
+        hit = infinite.any(-1, keepdim=True)  # (Q, 1)
+        logits = torch.where(hit, torch.where(infinite, 0.0, -math.inf).to(logits.dtype), logits)
+    return logits
+
+
+def _nearest_when_empty(logits: torch.Tensor, dist2: torch.Tensor, mask) -> torch.Tensor:
+    """Logits (Q, K) in which a row with no key inside the kernel's support gives its nearest allowed key(s) all of
+    its weight: the limit of growing h until a key is reached."""
+    empty = ~torch.isfinite(logits).any(-1, keepdim=True)  # (Q, 1): no key inside the support
+    if not empty.any():
+        return logits
+    d2 = dist2.detach() if mask is None else dist2.detach().masked_fill(~mask, math.inf)  # (Q, K)
+    nearest = (d2 == d2.min(-1, keepdim=True).values) & torch.isfinite(d2)  # (Q, K)
+    return torch.where(empty, torch.where(nearest, 0.0, -math.inf).to(logits.dtype), logits)
+
+
 def nadaraya_watson(
     queries: torch.Tensor,
     keys: torch.Tensor,
@@ -124,65 +146,21 @@ def nadaraya_watson(
     (boxcar, Epanechnikov) has no key within one bandwidth of a query, that query's weight
     goes to its nearest allowed key(s), the limit of growing ``h`` until a key is reached.
     """
-    for name, t in (("queries", queries), ("keys", keys), ("values", values)):
-        require_float(t, name)
-    require_same_dtype(keys, "keys", queries, "queries")
-    require_same_dtype(values, "values", queries, "queries")
-    require_rank(queries, "queries", (1, 2), "(Q,) or (Q, D)")
-    require_rank(keys, "keys", (1, 2), "(K,) or (K, D)")
-    require_rank(values, "values", (1, 2), "(K,) or (K, V)")
-    if queries.ndim != keys.ndim or (queries.ndim == 2 and queries.shape[1] != keys.shape[1]):
-        raise ValueError(
-            f"queries and keys must have the same kind: both (N,) or both (N, D) with the same D; "
-            f"got queries {tuple(queries.shape)} and keys {tuple(keys.shape)}"
-        )
-    one_row_per_key = "values must have one row per key: "
-    require_dim(values, "values", 0, keys.shape[0], note=f"keys has shape {tuple(keys.shape)}", lead=one_row_per_key)
-    if keys.shape[0] == 0:
-        raise ValueError("keys must hold at least one key, got 0")
-    for name, t in (("queries", queries), ("keys", keys), ("values", values)):
-        require_finite(t, name)
-    require_positive(bandwidth, "bandwidth")
+    require_nw_inputs(queries, keys, values, kernel, bandwidth, mask, KERNELS)
     if isinstance(bandwidth, torch.Tensor):
         bandwidth = bandwidth.to(queries.dtype).reshape(())  # keeps the caller's dtype and any gradient
-    if queries.dtype in (torch.float16, torch.bfloat16):  # a squared distance overflows float16 (300^2 > 65504)
+    if queries.dtype in LOW_PRECISION:  # a squared distance overflows float16 (300^2 > 65504)
         predictions, weights = nadaraya_watson(queries.float(), keys.float(), values.float(), kernel, bandwidth, mask)
         return predictions.to(queries.dtype), weights.to(queries.dtype)  # computed in float32, given back as asked
-    num_q, num_k = queries.shape[0], keys.shape[0]
-    if mask is not None:
-        require_mask(mask)
-        if mask.shape != (num_q, num_k):
-            raise ValueError(f"mask must have shape (Q, K) = {tuple((num_q, num_k))}, got {tuple(mask.shape)}")
-
     diff = _as_rows(queries).unsqueeze(1) - _as_rows(keys).unsqueeze(0)  # (Q, 1, D) - (1, K, D) -> (Q, K, D)
     dist2 = (diff**2).sum(-1)  # (Q, K) squared distances
     if isinstance(kernel, str):
-        require_choice(kernel, "kernel", KERNELS)
         logits = _log_kernel(kernel, dist2 / bandwidth**2)  # (Q, K)
-    elif callable(kernel):
-        positive = dist2 > 0  # sqrt has an infinite slope at 0: keep it away for finite gradients
-        dist = torch.where(positive, torch.sqrt(torch.where(positive, dist2, 1.0)), 0.0)
-        k_values = kernel(dist / bandwidth)
-        if not isinstance(k_values, torch.Tensor) or k_values.shape != dist2.shape:
-            got = tuple(k_values.shape) if isinstance(k_values, torch.Tensor) else type(k_values).__name__
-            raise ValueError(f"kernel(u) must return a tensor shaped like u {tuple(dist2.shape)}, got {got}")
-        if (k_values < 0).any() or torch.isnan(k_values).any():
-            raise ValueError("kernel(u) must return weights >= 0 (or +inf); got a negative value or NaN")
-        logits = torch.log(k_values)  # log 0 = -inf: outside the support
-        infinite = torch.isposinf(k_values)  # e.g. |u|^-p at u = 0: in the limit those keys take all the weight
-        if infinite.any():
-            hit = infinite.any(-1, keepdim=True)  # (Q, 1)
-            logits = torch.where(hit, torch.where(infinite, 0.0, -math.inf).to(logits.dtype), logits)
     else:
-        raise TypeError(f"kernel must be a kernel name or a function K(u), got {type(kernel).__name__}")
-
+        logits = _function_logits(kernel, dist2, bandwidth)  # (Q, K)
     if mask is not None:
-        logits = logits.masked_fill(~mask, -math.inf)
-    empty = ~torch.isfinite(logits).any(-1, keepdim=True)  # (Q, 1): no key inside the support
-    if empty.any():
-        d2 = dist2.detach() if mask is None else dist2.detach().masked_fill(~mask, math.inf)
-        nearest = (d2 == d2.min(-1, keepdim=True).values) & torch.isfinite(d2)  # (Q, K)
-        logits = torch.where(empty, torch.where(nearest, 0.0, -math.inf).to(logits.dtype), logits)
+        logits = logits.masked_fill(~mask, -math.inf)  # (Q, K)
+    logits = _nearest_when_empty(logits, dist2, mask)  # (Q, K)
     allowed = torch.isfinite(logits)
     # Fill with the dtype's most negative number, not -inf: a row with nothing allowed
     # then gives zeros (after the final fill) and finite gradients instead of NaN.
@@ -204,19 +182,10 @@ def lagrange_basis(x: torch.Tensor, nodes: torch.Tensor) -> torch.Tensor:
         and every row sums to 1 (the basis interpolates the constant function 1).
         Interpolation of values ``y`` is ``lagrange_basis(x, nodes) @ y``.
     """
-    require_float(x, "x")
-    require_float(nodes, "nodes")
-    require_same_dtype(nodes, "nodes", x, "x")
-    require_rank(x, "x", (1,), "(X,)")
-    require_rank(nodes, "nodes", (1,), "(N,)")
+    require_lagrange_inputs(x, nodes)
     n = nodes.shape[0]
-    if n == 0:
-        raise ValueError("nodes must hold at least one node, got 0")
     gaps = nodes.unsqueeze(1) - nodes.unsqueeze(0)  # (N, N): x_i - x_j
-    off_diag = ~torch.eye(n, dtype=torch.bool, device=nodes.device)
-    if (gaps[off_diag] == 0).any():
-        i, j = [int(t) for t in torch.nonzero((gaps == 0) & off_diag)[0]]
-        raise ValueError(f"nodes must be distinct, got nodes[{i}] == nodes[{j}] == {float(nodes[i])}")
+    off_diag = ~torch.eye(n, dtype=torch.bool, device=nodes.device)  # (N, N)
     factors = (x.unsqueeze(1) - nodes.unsqueeze(0)).unsqueeze(1)  # (X, 1, N): x - x_j
     # (X, N, N): (x - x_j) / (x_i - x_j); the diagonal (j == i) divides by 1, not 0, so no gradient is NaN
     factors = factors / torch.where(off_diag, gaps, torch.ones_like(gaps)).unsqueeze(0)

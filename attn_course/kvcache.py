@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import torch
 
-from ._validate import require_finite, require_float, require_int, require_rank, require_same_dtype
+from ._validate import require_int
+from ._validate_models import require_cache_size_args, require_kv_update, require_latent_update
 
 __all__ = ["KVCache", "kv_cache_bytes"]
 
@@ -38,25 +39,11 @@ def kv_cache_bytes(
     ``d_c = latent_dim`` and one RoPE key of size ``d_R = rope_dim`` per position and layer; then give
     ``num_kv_heads=None`` and ``head_size=None`` (the cache holds no per-head keys or values).
     """
-    require_int(num_layers, "num_layers")
-    require_int(length, "length", 0)
-    require_int(bytes_per_value, "bytes_per_value")
-    require_int(batch_size, "batch_size")
+    require_cache_size_args(
+        num_layers, num_kv_heads, head_size, length, bytes_per_value, batch_size, latent_dim, rope_dim
+    )
     if latent_dim is not None:
-        require_int(latent_dim, "latent_dim")
-        require_int(rope_dim, "rope_dim", 0)
-        if rope_dim % 2:
-            raise ValueError(f"rope_dim must be even (RoPE rotates pairs of features), got {rope_dim}")
-        if num_kv_heads is not None or head_size is not None:
-            raise ValueError(
-                "with latent_dim (multi-head latent attention) the cache holds latents, not per-head keys and values: "
-                f"give num_kv_heads=None and head_size=None, got {num_kv_heads!r} and {head_size!r}"
-            )
         return (latent_dim + rope_dim) * num_layers * length * bytes_per_value * batch_size
-    if rope_dim:
-        raise ValueError(f"rope_dim is the decoupled RoPE key of latent attention: give latent_dim too, got {rope_dim}")
-    require_int(num_kv_heads, "num_kv_heads")
-    require_int(head_size, "head_size")
     return 2 * num_layers * num_kv_heads * head_size * length * bytes_per_value * batch_size
 
 
@@ -89,18 +76,7 @@ class KVCache:
 
     def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Append one layer's new keys and values (B, G, T, dh); return all of them (B, G, K + T, dh)."""
-        require_int(layer, "layer", 0, self.num_layers - 1)
-        for name, t in (("k", k), ("v", v)):
-            require_float(t, name)
-            require_rank(t, name, (4,), "(B, G, T, dh)")
-            require_finite(t, name)
-        require_same_dtype(v, "v", k, "k")
-        kept = self.keys[layer]
-        if v.shape != k.shape or (kept is not None and (kept.shape[:2], kept.shape[3]) != (k.shape[:2], k.shape[3])):
-            cached = "" if kept is None else f" and the cached keys {tuple(kept.shape)} (the same B, G and dh)"
-            raise ValueError(f"k and v must have one shape{cached}, got k {tuple(k.shape)} and v {tuple(v.shape)}")
-        if kept is not None:
-            require_same_dtype(k, "k", kept, "the cached keys")
+        require_kv_update(self, layer, k, v)
         if self.keys[layer] is not None:
             k = torch.cat([self.keys[layer], k], dim=2)  # (B, G, K, dh) + (B, G, T, dh) -> (B, G, K + T, dh)
             v = torch.cat([self.values[layer], v], dim=2)
@@ -111,25 +87,9 @@ class KVCache:
         """Multi-head latent attention's slot: append the new latents (B, 1, T, d_c) and RoPE keys (B, 1, T, d_R)
         of one layer; return all of them, (B, 1, K + T, d_c) and (B, 1, K + T, d_R). They are kept where
         :meth:`update` keeps keys and values, so :meth:`advance` and :meth:`nbytes` treat them alike."""
-        require_int(layer, "layer", 0, self.num_layers - 1)
-        for name, t, meaning in (("latent", latent, "(B, 1, T, d_c)"), ("rope_key", rope_key, "(B, 1, T, d_R)")):
-            require_float(t, name)
-            require_rank(t, name, (4,), meaning)
-            require_finite(t, name)
-        require_same_dtype(rope_key, "rope_key", latent, "latent")
+        require_latent_update(self, layer, latent, rope_key)
         kept = self.keys[layer]
-        if rope_key.shape[:3] != latent.shape[:3] or (
-            kept is not None
-            and (kept.shape[:2], kept.shape[3], self.values[layer].shape[3])
-            != (latent.shape[:2], latent.shape[3], rope_key.shape[3])
-        ):
-            cached = "" if kept is None else f" and the cached latents {tuple(kept.shape)} (the same B and sizes)"
-            raise ValueError(
-                f"latent and rope_key must share B, 1 and T{cached}, got latent {tuple(latent.shape)} and rope_key "
-                f"{tuple(rope_key.shape)}"
-            )
         if kept is not None:
-            require_same_dtype(latent, "latent", kept, "the cached latents")
             latent = torch.cat([kept, latent], dim=2)  # (B, 1, K, d_c) + (B, 1, T, d_c) -> (B, 1, K + T, d_c)
             rope_key = torch.cat([self.values[layer], rope_key], dim=2)  # (B, 1, K + T, d_R)
         self.keys[layer], self.values[layer] = latent, rope_key

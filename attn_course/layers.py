@@ -14,7 +14,7 @@ import math
 import torch
 from torch import nn
 
-from ._validate import require_choice, require_dim, require_int, require_positive, require_probability, require_qkv
+from ._validate import require_additive_layer_inputs, require_choice, require_int, require_positive, require_probability
 from .kernels import KERNELS, nadaraya_watson
 from .scoring import additive_scores, attention_pooling, scaled_dot_product_attention
 
@@ -99,17 +99,7 @@ class AdditiveAttention(nn.Module):
         self.attention_weights: torch.Tensor | None = None
 
     def forward(self, queries, keys, values, valid_lens=None):
-        require_qkv(queries, keys, values, same_size=False)
-        for name, t, arg, size in (
-            ("queries", queries, "query_size", self.W_q.in_features),
-            ("keys", keys, "key_size", self.W_k.in_features),
-        ):
-            require_dim(t, name, -1, size, expected=f"{arg} = ")
-        if queries.dtype != self.W_q.weight.dtype:
-            raise TypeError(
-                f"queries have dtype {queries.dtype} but the layer's parameters are {self.W_q.weight.dtype}; "
-                f"convert the layer with .to({queries.dtype})"
-            )
+        require_additive_layer_inputs(queries, keys, values, self.W_q, self.W_k)
         scores = additive_scores(queries, keys, self.W_q.weight, self.W_k.weight, self.w_v.weight[0])  # (B, Q, K)
         output, weights = attention_pooling(scores, values, valid_lens, self.dropout)  # (B, Q, V), (B, Q, K)
         self.attention_weights = weights.detach()

@@ -28,15 +28,15 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from ._validate import (
-    require_choice,
-    require_finite,
-    require_float,
-    require_int,
-    require_number,
-    require_qkv,
-    require_rank,
-    require_same_dtype,
+from ._validate import LOW_PRECISION, require_bool, require_int, require_qkv
+from ._validate_rotary_linear import (
+    require_decay,
+    require_delta_inputs,
+    require_feature_args,
+    require_feature_map,
+    require_features,
+    require_finite_result,
+    require_steps,
 )
 
 __all__ = [
@@ -49,11 +49,10 @@ __all__ = [
 ]
 
 FEATURE_MAPS = ("elu", "relu", "favor")
-_LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
 def _work(x: torch.Tensor) -> torch.Tensor:
-    return x.float() if x.dtype in _LOW_PRECISION else x
+    return x.float() if x.dtype in LOW_PRECISION else x
 
 
 def feature_map(
@@ -78,67 +77,25 @@ def feature_map(
     Returns:
         (..., F) of the dtype of ``x`` (float16/bfloat16 computed in float32).
     """
-    require_float(x, "x")
-    require_choice(kind, "kind", FEATURE_MAPS)
-    if x.ndim < 1:
-        raise ValueError(f"x must have shape (..., D) (1-D or more), got shape {tuple(x.shape)} (0-D)")
+    require_feature_args(x, kind, num_features, generator, FEATURE_MAPS)
+    work = _work(x)
     if kind != "favor":
-        if num_features is not None or generator is not None:
-            raise ValueError(f"num_features and generator are for kind='favor' only, got kind={kind!r}")
-        require_finite(x, "x")
-        work = _work(x)
         phi = F.elu(work) + 1 if kind == "elu" else F.relu(work)  # (..., D)
         return phi.to(x.dtype)
-    require_int(num_features, "num_features")
-    if not isinstance(generator, torch.Generator):
-        raise TypeError(
-            f"generator must be a torch.Generator (kind='favor' draws its random vectors from it), got "
-            f"{type(generator).__name__}; e.g. torch.Generator().manual_seed(0)"
-        )
-    if x.shape[-1] == 0:
-        raise ValueError(f"x must have a last axis of size D >= 1 for kind='favor', got shape {tuple(x.shape)}")
-    require_finite(x, "x")
-    work = _work(x)
     w = torch.randn(num_features, x.shape[-1], generator=generator, dtype=work.dtype)  # (m, D): the vectors w_r
     w = w.to(x.device)
     exponent = work @ w.T - (work * work).sum(-1, keepdim=True) / 2  # (..., D) x (D, m) -> (..., m)
     phi = torch.exp(exponent) / num_features**0.5  # (..., m)
-    if phi.numel() and not bool(torch.isfinite(phi).all()):
-        raise ValueError(
-            f"x is too large for kind='favor': exp(w . x - |x|^2 / 2) overflowed {work.dtype}; scale x down"
-        )
-    return phi.to(x.dtype)
+    overflow = f"x is too large for kind='favor': exp(w . x - |x|^2 / 2) overflowed {work.dtype}; scale x down"
+    return require_finite_result(phi, overflow).to(x.dtype)
 
 
 def _features(x: torch.Tensor, feature_map_, name: str) -> torch.Tensor:
     """``phi(x)`` for a kind name ("elu", "relu") or a function (..., D) -> (..., F) such as a seeded FAVOR+ map."""
+    require_feature_map(feature_map_)
     if callable(feature_map_):
-        phi = feature_map_(x)
-        if not isinstance(phi, torch.Tensor) or phi.shape[:-1] != x.shape[:-1]:
-            got = tuple(phi.shape) if isinstance(phi, torch.Tensor) else type(phi).__name__
-            raise ValueError(f"feature_map must map {name} (..., D) to features (..., F), got {got} for {name}")
-        return _work(phi.to(x.dtype))
-    if feature_map_ == "favor":
-        raise ValueError(
-            "feature_map='favor' needs its random vectors: pass a function, e.g. lambda x: ac.feature_map(x, "
-            "'favor', num_features=64, generator=torch.Generator().manual_seed(0)), got 'favor'"
-        )
-    require_choice(feature_map_, "feature_map", ("elu", "relu"))
+        return _work(require_features(feature_map_(x), x, name).to(x.dtype))
     return _work(feature_map(x, feature_map_))
-
-
-def _require_decay(decay) -> float:
-    return require_number(decay, "decay", "in (0, 1]", lambda g: 0 < g <= 1)
-
-
-def _require_self(queries, keys, values) -> None:
-    """Self-attention inputs of the recurrent forms: Q = K = T."""
-    require_qkv(queries, keys, values)
-    if queries.shape[1] != keys.shape[1]:
-        raise ValueError(
-            f"queries and keys must have the same length T (one query per step), got queries "
-            f"{tuple(queries.shape)} and keys {tuple(keys.shape)}"
-        )
 
 
 def _read(numerator: torch.Tensor, denominator: torch.Tensor) -> torch.Tensor:
@@ -150,12 +107,8 @@ def _read(numerator: torch.Tensor, denominator: torch.Tensor) -> torch.Tensor:
 def _finite(out: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """``out`` in ``dtype``, or a ValueError when a sum overflowed (finite input so large that phi(q) . phi(k) is
     infinite): never a NaN from finite input."""
-    out = out.to(dtype)
-    if out.numel() and out.device.type != "meta" and not bool(torch.isfinite(out).all()):
-        raise ValueError(
-            f"the features' dot products overflowed {dtype} (queries, keys or values too large); scale them down"
-        )
-    return out
+    overflow = f"the features' dot products overflowed {dtype} (queries, keys or values too large); scale them down"
+    return require_finite_result(out.to(dtype), overflow)
 
 
 def linear_attention_weights(
@@ -180,11 +133,7 @@ def linear_attention_weights(
         (B, Q, K) weights of the dtype of ``queries``; each row sums to 1, or is all zeros when its normaliser is 0.
     """
     require_qkv(queries, keys, keys)
-    gamma = _require_decay(decay)
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be True or False, got {causal!r} ({type(causal).__name__})")
-    if gamma < 1 and not causal:
-        raise ValueError(f"decay < 1 needs causal=True (a key's distance back from the query), got decay={gamma}")
+    gamma = require_decay(decay, causal)
     phi_q, phi_k = _features(queries, feature_map, "queries"), _features(keys, feature_map, "keys")
     scores = phi_q @ phi_k.transpose(-2, -1)  # (B, Q, F) x (B, F, K) -> (B, Q, K)
     num_q, num_k = queries.shape[1], keys.shape[1]
@@ -221,8 +170,7 @@ def linear_attention(
         (B, Q, V) of the dtype of ``queries``; zeros where the normaliser is 0 (see the module docstring).
     """
     require_qkv(queries, keys, values)
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be True or False, got {causal!r} ({type(causal).__name__})")
+    require_bool(causal, "causal")
     phi_q, phi_k = _features(queries, feature_map, "queries"), _features(keys, feature_map, "keys")  # (B, Q/K, F)
     v = _work(values)
     if not causal:
@@ -263,8 +211,8 @@ def linear_attention_rnn(
     Returns:
         ``(outputs (B, T, V), S (B, F, V), z (B, F))``, the state after the last step; the dtype of ``queries``.
     """
-    _require_self(queries, keys, values)
-    gamma = _require_decay(decay)
+    require_steps(queries, keys, values)
+    gamma = require_decay(decay)
     phi_q, phi_k = _features(queries, feature_map, "queries"), _features(keys, feature_map, "keys")  # (B, T, F)
     v = _work(values)
     batch, steps, size = phi_k.shape
@@ -301,7 +249,7 @@ def linear_attention_chunked(
     Returns:
         (B, T, V) of the dtype of ``queries``.
     """
-    _require_self(queries, keys, values)
+    require_steps(queries, keys, values)
     require_int(chunk_size, "chunk_size")
     phi_q, phi_k = _features(queries, feature_map, "queries"), _features(keys, feature_map, "keys")  # (B, T, F)
     v = _work(values)
@@ -339,19 +287,7 @@ def delta_rule(
     Returns:
         ``(outputs (B, T, V), S (B, D, V))`` in the dtype of ``queries``.
     """
-    _require_self(queries, keys, values)
-    require_float(beta, "beta")
-    require_rank(beta, "beta", (2,), "(B, T)")
-    require_same_dtype(beta, "beta", queries, "queries")
-    if tuple(beta.shape) != tuple(queries.shape[:2]):
-        raise ValueError(
-            f"beta must have shape (B, T) = {tuple(queries.shape[:2])}, one strength per step, "
-            f"got shape {tuple(beta.shape)}"
-        )
-    require_finite(beta, "beta")
-    if beta.numel() and bool(((beta < 0) | (beta > 1)).any()):
-        bad = beta[(beta < 0) | (beta > 1)][0]
-        raise ValueError(f"beta must lie in [0, 1], got {float(bad)}")
+    require_delta_inputs(queries, keys, values, beta)
     q, k, v, b = (_work(t) for t in (queries, keys, values, beta))
     batch, steps, size = k.shape
     state = k.new_zeros(batch, size, v.shape[-1])  # (B, D, V)

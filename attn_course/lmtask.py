@@ -24,7 +24,16 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from ._validate import require_choice, require_int, require_number, require_positive, require_tokens
+from ._validate_lm import (
+    require_fit_args,
+    require_head_probe,
+    require_markov_args,
+    require_repeat_args,
+    require_repeats,
+    require_scored_tokens,
+    require_train_args,
+)
+from ._validate_models import require_ablate
 
 __all__ = [
     "BOS_TOKEN",
@@ -46,11 +55,7 @@ def repeat_task(
     batch_size: int, half_len: int, vocab_size: int, *, generator: torch.Generator | None = None
 ) -> torch.Tensor:
     """(B, 2 n + 1) int64: ``BOS_TOKEN``, then n tokens drawn uniformly from ``1 .. C - 1``, then the same n again."""
-    require_int(batch_size, "batch_size")
-    require_int(half_len, "half_len")
-    require_int(vocab_size, "vocab_size", 2)
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+    require_repeat_args(batch_size, half_len, vocab_size, generator)
     first = torch.randint(1, vocab_size, (batch_size, half_len), generator=generator)  # (B, n)
     bos = torch.full((batch_size, 1), BOS_TOKEN, dtype=torch.long)
     return torch.cat([bos, first, first], dim=1)  # (B, 1 + n + n)
@@ -77,8 +82,7 @@ def half_losses(model: nn.Module, tokens: torch.Tensor, ablate=(), ablation: str
     (measured in a first pass with every head on), which keeps the next layers' inputs closer to what they saw in
     training.
     """
-    _require_repeats(model, tokens)  # n >= 2: the repeated half has a target to copy
-    require_choice(ablation, "ablation", ("zero", "mean"))
+    require_head_probe(model, tokens, ablation)  # n >= 2: the repeated half has a target to copy
     first, second = _half_losses(_ablated_pass(model, tokens, ablate, ablation), tokens)
     return float(first), float(second)
 
@@ -89,11 +93,8 @@ def _ablated_pass(model: nn.Module, tokens: torch.Tensor, ablate, ablation: str,
     if not ablate or (ablation == "zero" and positions is None):
         return model(tokens, ablate=ablate)
     chosen: dict[int, list[int]] = {}
-    for pair in ablate:
-        if not (isinstance(pair, tuple) and len(pair) == 2):
-            raise TypeError(f"ablate must hold (layer, head) pairs, got {pair!r}")
-        layer = require_int(pair[0], "layer in ablate", 0, len(model.blocks) - 1)
-        chosen.setdefault(layer, []).append(require_int(pair[1], "head in ablate", 0, model.num_heads - 1))
+    for layer, head in require_ablate(ablate, len(model.blocks), model.num_heads):
+        chosen.setdefault(layer, []).append(head)
     projections = [_output_projection(block) for block in model.blocks]
     rows = slice(None) if positions is None else torch.tensor(positions, dtype=torch.long)  # the positions ablated
     means: dict[int, torch.Tensor] = {}
@@ -102,12 +103,7 @@ def _ablated_pass(model: nn.Module, tokens: torch.Tensor, ablate, ablation: str,
         def record(layer):  # the mean over the sequences of W_O's input, (T, H * dh): the heads side by side
             return lambda module, inputs: means.update({layer: inputs[0].mean(dim=0)})
 
-        hooks = [p.register_forward_pre_hook(record(layer)) for layer, p in enumerate(projections)]
-        try:
-            model(tokens)
-        finally:
-            for hook in hooks:
-                hook.remove()
+        _hooked(lambda: model(tokens), [(p, record(layer)) for layer, p in enumerate(projections)])
 
     def replace(layer, heads):
         def hook(module, inputs):
@@ -120,12 +116,20 @@ def _ablated_pass(model: nn.Module, tokens: torch.Tensor, ablate, ablation: str,
 
         return hook
 
-    hooks = [projections[layer].register_forward_pre_hook(replace(layer, heads)) for layer, heads in chosen.items()]
+    return _hooked(
+        lambda: model(tokens), [(projections[layer], replace(layer, heads)) for layer, heads in chosen.items()]
+    )
+
+
+def _hooked(run, hooks, pre: bool = True):
+    """``run()`` with the ``(module, hook)`` pairs of ``hooks`` registered (forward pre-hooks, or forward hooks),
+    removed afterwards even when ``run`` fails."""
+    handles = [module.register_forward_pre_hook(h) if pre else module.register_forward_hook(h) for module, h in hooks]
     try:
-        return model(tokens)
+        return run()
     finally:
-        for hook in hooks:
-            hook.remove()
+        for handle in handles:
+            handle.remove()
 
 
 def _output_projection(block: nn.Module) -> nn.Module:
@@ -164,21 +168,7 @@ def train_lm(
     gradients are clipped to norm 1. ``foreach``: passed to ``torch.optim.AdamW`` (None, its default, updates
     tensor by tensor on the CPU; True updates all of them in a few batched operations, faster for a small model).
     """
-    if not isinstance(model, nn.Module) or not hasattr(model, "vocab_size"):
-        raise TypeError(f"model must be a DecoderOnlyLM, got {type(model).__name__}")
-    require_int(steps, "steps")
-    require_int(batch_size, "batch_size")
-    if isinstance(half_len, tuple) and len(half_len) == 2:
-        low = require_int(half_len[0], "half_len[0]", 2)  # n >= 2: the repeated half has a target to copy
-        high = require_int(half_len[1], "half_len[1]", low, low_name="half_len[0]")
-    else:
-        low = high = require_int(half_len, "half_len", 2)
-    require_positive(lr, "lr")
-    require_int(warmup, "warmup", 0)
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
-    if foreach is not None and not isinstance(foreach, bool):
-        raise TypeError(f"foreach must be a bool or None, got {type(foreach).__name__}")
+    low, high = require_train_args(model, steps, batch_size, half_len, lr, warmup, generator, foreach)  # n's range
     optimizer, schedule = _optimizer(model, lr, warmup, steps, foreach)
     history, started = LMHistory(), time.perf_counter()
     model.train()
@@ -192,23 +182,6 @@ def train_lm(
     model.eval()
     history.seconds = time.perf_counter() - started
     return history
-
-
-def _require_repeats(model: nn.Module, tokens) -> int:
-    """``tokens``: repeat_task sequences of 2 n + 1 >= 5 positions; returns n."""
-    require_tokens(tokens, "tokens", getattr(model, "vocab_size", 2**62))
-    if tokens.shape[1] < 5 or tokens.shape[1] % 2 == 0:
-        raise ValueError(f"tokens must be repeat_task sequences of 2 n + 1 >= 5 positions, got {tuple(tokens.shape)}")
-    _require_sequences(tokens)
-    return (tokens.shape[1] - 1) // 2
-
-
-def _require_sequences(tokens: torch.Tensor) -> None:
-    """A batch of at least one sequence: the scores and losses are means over the batch (of none: NaN)."""
-    if tokens.shape[0] == 0:
-        raise ValueError(
-            f"tokens must hold at least one sequence (the scores are means over them), got shape {tuple(tokens.shape)}"
-        )
 
 
 @torch.no_grad()
@@ -227,14 +200,7 @@ def head_scores(
     off: the first half's positions ``1 .. n`` change only the keys that the repeated half's queries read, the
     repeated half's ``n + 1 .. 2n`` only those queries.
     """
-    half = _require_repeats(model, tokens)
-    require_choice(ablation, "ablation", ("zero", "mean"))
-    if positions is not None:
-        if isinstance(positions, (str, bytes)) or not hasattr(positions, "__iter__"):
-            raise TypeError(f"positions must be None or a list of positions, got {type(positions).__name__}")
-        positions = [require_int(p, "each of positions", 0, tokens.shape[1] - 1) for p in positions]
-        if not positions:
-            raise ValueError("positions must hold at least one position (or be None: every position)")
+    half, positions = require_head_probe(model, tokens, ablation, positions)  # n, and None or a list of positions
     _ablated_pass(model, tokens, ablate, ablation, positions)
     weights = model.attention_weights()  # (B, L, H, T, T)
     t = torch.arange(1, tokens.shape[1])
@@ -255,13 +221,10 @@ def copying_scores(model: nn.Module, tokens: torch.Tensor, ablate=()) -> torch.T
     attends to at position ``i + 1`` scores well above 0; a head that adds nothing for that token scores about 0.
     This is a direct logit attribution: it measures the head's direct path only, not what later layers make of it.
     """
-    half = _require_repeats(model, tokens)
+    half = require_repeats(model, tokens)
     captured: dict[str, torch.Tensor] = {}
-    hook = model.norm.register_forward_hook(lambda module, inputs, output: captured.update(x=inputs[0].detach()))
-    try:
-        model(tokens, ablate=ablate)
-    finally:
-        hook.remove()
+    keep = (model.norm, lambda module, inputs, output: captured.update(x=inputs[0].detach()))  # the final LN's input
+    _hooked(lambda: model(tokens, ablate=ablate), [keep], pre=False)
     resid = captured["x"]  # (B, T, D): the residual stream the final LayerNorm read
     sigma = (resid.var(dim=-1, unbiased=False, keepdim=True) + model.norm.eps).sqrt()  # (B, T, 1)
     rows = half + torch.arange(1, half)  # (n - 1,): the queries n + 1 .. 2n - 1
@@ -279,12 +242,7 @@ def copying_scores(model: nn.Module, tokens: torch.Tensor, ablate=()) -> torch.T
 
 
 def markov_task(
-    batch_size: int,
-    length: int,
-    table: torch.Tensor,
-    follow: float = 0.8,
-    *,
-    generator: torch.Generator | None = None,
+    batch_size: int, length: int, table: torch.Tensor, follow: float = 0.8, *, generator: torch.Generator | None = None
 ) -> torch.Tensor:
     """(B, length) int64 sequences of an order-2 Markov source over ``C`` tokens (notebook 11).
 
@@ -298,21 +256,8 @@ def markov_task(
         follow: the probability f of the table's token, in [0, 1].
         generator: the random source (None: PyTorch's global one).
     """
-    require_int(batch_size, "batch_size")
-    require_int(length, "length", 2)
-    if not isinstance(table, torch.Tensor) or table.dim() != 2 or table.shape[0] != table.shape[1]:
-        got = tuple(table.shape) if isinstance(table, torch.Tensor) else type(table).__name__
-        raise ValueError(f"table must be a (C, C) tensor of tokens, got {got}")
-    if table.numel() == 0:
-        raise ValueError(f"table must hold at least one token (C >= 1), got shape {tuple(table.shape)}")
-    if table.dtype != torch.int64:
-        raise TypeError(f"table must be a (C, C) int64 tensor of tokens, got {table.dtype}")
-    require_tokens(table, "table", table.shape[0])
-    require_number(follow, "follow", "in [0, 1]", lambda v: 0 <= v <= 1)
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
-    vocab = table.shape[0]
-    tokens = torch.randint(0, vocab, (batch_size, length), generator=generator)  # (B, T): the uniform draws
+    require_markov_args(batch_size, length, table, follow, generator)
+    tokens = torch.randint(0, table.shape[0], (batch_size, length), generator=generator)  # (B, T): uniform draws
     keep = torch.rand(batch_size, length, generator=generator) < follow  # (B, T): where the table decides
     for t in range(2, length):
         tokens[:, t] = torch.where(keep[:, t], table[tokens[:, t - 2], tokens[:, t - 1]], tokens[:, t])
@@ -327,20 +272,8 @@ def fit_lm(
     ``batches``: (S, B, T) tokens, S steps of B sequences (made once and shared, so that every model sees the same
     data). The schedule, clipping and weight decay are :func:`train_lm`'s. Returns the S training losses.
     """
-    if not isinstance(model, nn.Module) or not hasattr(model, "vocab_size"):
-        raise TypeError(f"model must be a DecoderOnlyLM, got {type(model).__name__}")
-    if not isinstance(batches, torch.Tensor) or batches.dim() != 3 or batches.shape[-1] < 2 or 0 in batches.shape:
-        got = tuple(batches.shape) if isinstance(batches, torch.Tensor) else type(batches).__name__
-        raise ValueError(f"batches must be a (S, B, T) tensor of tokens with S, B >= 1 and T >= 2, got {got}")
-    if batches.dtype != torch.int64:
-        raise TypeError(f"batches must be a (S, B, T) int64 tensor of tokens, got {batches.dtype}")
-    require_tokens(batches.flatten(0, 1), "batches", model.vocab_size)
-    require_positive(lr, "lr")
-    require_int(warmup, "warmup", 0)
-    if foreach is not None and not isinstance(foreach, bool):
-        raise TypeError(f"foreach must be True, False or None, got {foreach!r} ({type(foreach).__name__})")
-    steps = batches.shape[0]
-    optimizer, schedule = _optimizer(model, lr, warmup, steps, foreach)
+    require_fit_args(model, batches, lr, warmup, foreach)
+    optimizer, schedule = _optimizer(model, lr, warmup, batches.shape[0], foreach)  # one step per batch
     losses = []
     model.train()
     for tokens in batches:  # (B, T)
@@ -354,12 +287,7 @@ def fit_lm(
 def position_losses(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
     """The next-token loss (nats) at each target position, averaged over the batch: (T - 1,), entry ``t - 1`` for the
     prediction of token ``t`` (made at position ``t - 1``), ``t = 1 .. T - 1``."""
-    if not isinstance(model, nn.Module) or not hasattr(model, "vocab_size"):
-        raise TypeError(f"model must be a DecoderOnlyLM, got {type(model).__name__}")
-    require_tokens(tokens, "tokens", model.vocab_size)
-    _require_sequences(tokens)
-    if tokens.shape[1] < 2:
-        raise ValueError(f"tokens must hold at least 2 positions (one prediction), got shape {tuple(tokens.shape)}")
+    require_scored_tokens(model, tokens)
     logits = model(tokens)  # (B, T, C)
     loss = nn.functional.cross_entropy(logits[:, :-1].transpose(1, 2), tokens[:, 1:], reduction="none")  # (B, T - 1)
     return loss.mean(dim=0)

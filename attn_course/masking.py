@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from ._validate import require_finite, require_float, require_int, require_mask, require_rank, require_valid_lens
+from ._validate import require_int, require_masking, require_scores, require_valid_lens
 
 __all__ = ["sequence_mask", "causal_mask", "masked_softmax"]
 
@@ -69,32 +69,22 @@ def masked_softmax(
         (B, Q, K) weights: rows sum to 1 over the allowed keys, masked weights are exactly 0,
         and a row with nothing allowed is all zeros (never NaN). ``scores`` is not modified.
     """
-    require_float(scores, "scores")
-    require_rank(scores, "scores", (3,), "(B, Q, K)")
-    require_finite(scores, "scores")
-    return _masked_softmax(scores, valid_lens, mask)
+    require_scores(scores)
+    return softmax_over_allowed(scores, valid_lens, mask)
 
 
-def _masked_softmax(scores: torch.Tensor, valid_lens=None, mask=None) -> torch.Tensor:
-    """``masked_softmax`` after the checks of ``scores``."""
+def softmax_over_allowed(scores: torch.Tensor, valid_lens=None, mask=None) -> torch.Tensor:
+    """``masked_softmax`` of scores already checked (``attention_pooling`` shares it); checks ``valid_lens`` and
+    ``mask``. In the package, not in ``__all__``: a learner calls ``masked_softmax``."""
+    require_masking(scores.shape, valid_lens, mask)
     if valid_lens is None and mask is None:
         return torch.softmax(scores, dim=-1)  # (B, Q, K)
-    batch, num_q, num_k = scores.shape
+    num_k = scores.shape[-1]
     blocked = None  # True where a query may NOT attend, broadcastable to (B, Q, K)
     if valid_lens is not None:
-        require_valid_lens(valid_lens, num_k, (batch, num_q))
         lens = valid_lens.unsqueeze(1) if valid_lens.ndim == 1 else valid_lens  # (B,) -> (B, 1): same for all queries
         blocked = torch.arange(num_k, device=scores.device) >= lens.unsqueeze(-1)  # (B, Q or 1, K)
     if mask is not None:
-        require_mask(mask)
-        try:
-            fits = torch.broadcast_shapes(mask.shape, scores.shape) == scores.shape
-        except RuntimeError:
-            fits = False
-        if not fits:
-            raise ValueError(
-                f"mask must broadcast to the scores' shape (B, Q, K) = {tuple(scores.shape)}, got {tuple(mask.shape)}"
-            )
         blocked = ~mask if blocked is None else blocked | ~mask  # (B, Q, K) after broadcasting
     # A row with nothing allowed would be all -inf, whose softmax is NaN (and so are its gradients): let it
     # see every key, then set it to zeros. Its scores then get a gradient of exactly 0.

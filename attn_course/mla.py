@@ -29,16 +29,8 @@ import math
 import torch
 from torch import nn
 
-from ._validate import (
-    require_finite,
-    require_float,
-    require_int,
-    require_last_size,
-    require_mask,
-    require_positions,
-    require_rank,
-)
-from .kvcache import KVCache
+from ._validate import require_positions
+from ._validate_models import require_latent_sizes, require_layer_input, require_score_terms
 from .rotary import apply_rope
 
 __all__ = ["MultiHeadLatentAttention"]
@@ -69,21 +61,9 @@ class MultiHeadLatentAttention(nn.Module):
 
     def __init__(self, num_hiddens: int, num_heads: int, latent_dim: int, *, rope_dim: int = 0, head_dim=None):
         super().__init__()
-        self.num_hiddens = require_int(num_hiddens, "num_hiddens")
-        self.num_heads = require_int(num_heads, "num_heads")
-        self.latent_dim = require_int(latent_dim, "latent_dim")
-        self.rope_dim = require_int(rope_dim, "rope_dim", 0)
-        if rope_dim % 2:
-            raise ValueError(f"rope_dim must be even (RoPE rotates pairs of features), got {rope_dim}")
-        if head_dim is None:
-            if num_hiddens % num_heads:
-                raise ValueError(
-                    f"num_hiddens = {num_hiddens} must be divisible by num_heads = {num_heads} "
-                    "(or give head_dim explicitly)"
-                )
-            head_dim = num_hiddens // num_heads
-        self.head_dim = require_int(head_dim, "head_dim")
-        inner = num_heads * head_dim
+        self.head_dim = require_latent_sizes(num_hiddens, num_heads, latent_dim, rope_dim, head_dim)  # dh
+        self.num_hiddens, self.num_heads, self.latent_dim, self.rope_dim = num_hiddens, num_heads, latent_dim, rope_dim
+        inner = num_heads * self.head_dim
         self.W_DKV = nn.Linear(num_hiddens, latent_dim, bias=False)  # h_t -> c_t, the cached latent
         self.W_UK = nn.Linear(latent_dim, inner, bias=False)  # c_t -> the H keys
         self.W_UV = nn.Linear(latent_dim, inner, bias=False)  # c_t -> the H values
@@ -104,84 +84,72 @@ class MultiHeadLatentAttention(nn.Module):
         return weight.view(self.num_heads, size, self.latent_dim)
 
     def forward(self, x, positions=None, cache=None, absorbed=False, *, layer=0, mask=None, bias=None, keep_heads=None):
-        require_float(x, "x")
-        require_rank(x, "x", (3,), "(B, T, D)")
-        require_last_size(x, "x", self.num_hiddens, "num_hiddens")
-        require_finite(x, "x")
-        if x.shape[1] == 0:
-            raise ValueError(f"x must hold at least one position, got shape {tuple(x.shape)}")
-        if not isinstance(absorbed, bool):
-            raise TypeError(f"absorbed must be True or False, got {absorbed!r} ({type(absorbed).__name__})")
-        if cache is not None and not isinstance(cache, KVCache):
-            raise TypeError(f"cache must be an attn_course.KVCache or None, got {type(cache).__name__}")
-        if x.dtype != self.W_Q.weight.dtype:
-            raise TypeError(
-                f"x has dtype {x.dtype} but the layer's parameters are {self.W_Q.weight.dtype}; "
-                f"convert x with x.to({self.W_Q.weight.dtype}), or the layer with .to({x.dtype})"
-            )
-        (B, T, _), H, dh, dr = x.shape, self.num_heads, self.head_dim, self.rope_dim
-        if keep_heads is not None:
-            require_float(keep_heads, "keep_heads")
-            if keep_heads.ndim != 1 or keep_heads.shape[0] != H:
-                raise ValueError(
-                    f"keep_heads must have shape (H,) = ({H},), one factor per head, "
-                    f"got shape {tuple(keep_heads.shape)}"
-                )
-        if positions is None:
+        require_layer_input(x, self.W_Q.weight, self.num_heads, cache=cache, absorbed=absorbed, keep_heads=keep_heads)
+        T = x.shape[1]
+        if positions is None:  # the positions after those the cache holds
             start = 0 if cache is None else cache.next_position
             positions = torch.arange(start, start + T, device=x.device)
         require_positions(positions, T)
-
-        q = self.W_Q(x).view(B, T, H, dh).transpose(1, 2)  # (B, T, H * dh) -> (B, H, T, dh)
-        latent = self.W_DKV(x).unsqueeze(1)  # (B, T, d_c) -> (B, 1, T, d_c): one latent for all heads
-        if dr:
-            q_rope = apply_rope(self.W_QR(x).view(B, T, H, dr).transpose(1, 2), positions)  # (B, H, T, d_R)
-            k_rope = apply_rope(self.W_KR(x).unsqueeze(1), positions)  # (B, 1, T, d_R), shared by the heads
-        else:
-            q_rope, k_rope = q.new_zeros(B, H, T, 0), x.new_zeros(B, 1, T, 0)
-        if cache is not None:
-            latent, k_rope = cache.update_latent(layer, latent, k_rope)  # (B, 1, K, d_c), (B, 1, K, d_R)
-            k_pos = cache.key_positions(positions)  # (K,)
-        else:
-            k_pos = positions
-        K = latent.shape[2]
+        k_pos = positions if cache is None else cache.key_positions(positions)  # (K,): the cached ones, then these
         if mask is None:
             mask = (positions.unsqueeze(1) - k_pos.unsqueeze(0)) >= 0  # (T, K) causal: never a later position
-        require_mask(mask)
-        if tuple(mask.shape) != (T, K):
-            raise ValueError(f"mask must have shape (T, K) = ({T}, {K}), got shape {tuple(mask.shape)}")
+        require_score_terms(mask, bias, self.num_heads, T, k_pos.shape[0])
 
-        if bias is not None:
-            require_float(bias, "bias")
-            if bias.ndim != 3 or bias.shape[0] not in (1, H) or tuple(bias.shape[1:]) != (T, K):
-                raise ValueError(
-                    f"bias must have shape (H, T, K) = ({H}, {T}, {K}), added to the scores, got shape "
-                    f"{tuple(bias.shape)}"
-                )
-        W_UK, W_UV = self._heads(self.W_UK.weight, dh), self._heads(self.W_UV.weight, dh)  # (H, dh, d_c) each
-        rope_scores = q_rope @ k_rope.transpose(-2, -1)  # (B, H, T, d_R) x (B, 1, d_R, K) -> (B, H, T, K)
-        if absorbed:
-            q_latent = torch.einsum("bhtd,hdc->bhtc", q, W_UK)  # W_UK_h^T q_h: (B, H, T, d_c)
-            scores = q_latent @ latent.transpose(-2, -1)  # (B, H, T, d_c) x (B, 1, d_c, K) -> (B, H, T, K)
-        else:
-            keys = self.W_UK(latent[:, 0]).view(B, K, H, dh).transpose(1, 2)  # W_UK_h c_j: (B, H, K, dh)
-            scores = q @ keys.transpose(-2, -1)  # (B, H, T, dh) x (B, H, dh, K) -> (B, H, T, K)
-        scores = (scores + rope_scores) / math.sqrt(dh + dr)
+        q, q_rope, latent, k_rope = self._project(x, positions)
+        if cache is not None:
+            latent, k_rope = cache.update_latent(layer, latent, k_rope)  # (B, 1, K, d_c), (B, 1, K, d_R)
+        scores = self._scores(q, q_rope, latent, k_rope, absorbed)  # (B, H, T, K)
         if bias is not None:
             scores = scores + bias  # + (H, T, K)
         weights = torch.softmax(scores.masked_fill(~mask, -math.inf), dim=-1)  # (B, H, T, K); masked: exactly 0
         self.attention_weights = weights.detach()
-
         if absorbed:
-            mixed = weights @ latent  # (B, H, T, K) x (B, 1, K, d_c) -> (B, H, T, d_c): the latents, weighted
-            W_OUV = torch.einsum("ehd,hdc->ehc", self.W_O.weight.view(-1, H, dh), W_UV)  # W_O_h W_UV_h: (D, H, d_c)
-            if keep_heads is not None:
-                mixed = mixed * keep_heads.view(1, H, 1, 1)  # 0 silences a head
-            self.head_outputs = torch.einsum("hdc,bhtc->bhtd", W_UV, mixed).detach()  # (B, H, T, dh)
-            return torch.einsum("bhtc,ehc->bte", mixed, W_OUV)  # (B, T, D)
+            return self._absorbed_output(weights, latent, keep_heads)
+        return self._plain_output(weights, latent, keep_heads)
+
+    def _project(self, x: torch.Tensor, positions: torch.Tensor):
+        """The queries (B, H, T, dh), the RoPE query parts (B, H, T, d_R), the latents c_t (B, 1, T, d_c) and the
+        shared RoPE keys (B, 1, T, d_R) of x (B, T, D); d_R = 0 gives empty RoPE parts."""
+        (B, T, _), H, dh, dr = x.shape, self.num_heads, self.head_dim, self.rope_dim
+        q = self.W_Q(x).view(B, T, H, dh).transpose(1, 2)  # (B, T, H * dh) -> (B, H, T, dh)
+        latent = self.W_DKV(x).unsqueeze(1)  # (B, T, d_c) -> (B, 1, T, d_c): one latent for all heads
+        if not dr:
+            return q, q.new_zeros(B, H, T, 0), latent, x.new_zeros(B, 1, T, 0)
+        q_rope = apply_rope(self.W_QR(x).view(B, T, H, dr).transpose(1, 2), positions)  # (B, H, T, d_R)
+        k_rope = apply_rope(self.W_KR(x).unsqueeze(1), positions)  # (B, 1, T, d_R), shared by the heads
+        return q, q_rope, latent, k_rope
+
+    def _scores(self, q, q_rope, latent, k_rope, absorbed: bool) -> torch.Tensor:
+        """``(q_h . W_UK_h c_j + q^R_h . k^R_j) / sqrt(dh + d_R)``: (B, H, T, K). Absorbed: ``W_UK_h^T q_h . c_j``."""
+        (B, H, _, dh), K = q.shape, latent.shape[2]
+        rope_scores = q_rope @ k_rope.transpose(-2, -1)  # (B, H, T, d_R) x (B, 1, d_R, K) -> (B, H, T, K)
+        if absorbed:
+            q_latent = torch.einsum(
+                "bhtd,hdc->bhtc", q, self._heads(self.W_UK.weight, dh)
+            )  # W_UK_h^T q_h: (B, H, T, d_c)
+            scores = q_latent @ latent.transpose(-2, -1)  # (B, H, T, d_c) x (B, 1, d_c, K) -> (B, H, T, K)
+        else:
+            keys = self.W_UK(latent[:, 0]).view(B, K, H, dh).transpose(1, 2)  # W_UK_h c_j: (B, H, K, dh)
+            scores = q @ keys.transpose(-2, -1)  # (B, H, T, dh) x (B, H, dh, K) -> (B, H, T, K)
+        return (scores + rope_scores) / math.sqrt(dh + self.rope_dim)
+
+    def _plain_output(self, weights, latent, keep_heads) -> torch.Tensor:
+        """``W_O`` of the heads' ``sum_j a_hj W_UV_h c_j``: the values built, (B, H, T, K) -> (B, T, D)."""
+        (B, H, T, K), dh = weights.shape, self.head_dim
         values = self.W_UV(latent[:, 0]).view(B, K, H, dh).transpose(1, 2)  # W_UV_h c_j: (B, H, K, dh)
         out = weights @ values  # (B, H, T, K) x (B, H, K, dh) -> (B, H, T, dh)
         if keep_heads is not None:
-            out = out * keep_heads.view(1, H, 1, 1)
+            out = out * keep_heads.view(1, H, 1, 1)  # 0 silences a head
         self.head_outputs = out.detach()
         return self.W_O(out.transpose(1, 2).reshape(B, T, H * dh))  # (B, H, T, dh) -> (B, T, H * dh) -> (B, T, D)
+
+    def _absorbed_output(self, weights, latent, keep_heads) -> torch.Tensor:
+        """The same with ``W_UV`` folded into ``W_O``: the latents weighted, then ``W_O_h W_UV_h``: (B, T, D)."""
+        H, dh = self.num_heads, self.head_dim
+        W_UV = self._heads(self.W_UV.weight, dh)  # (H, dh, d_c)
+        mixed = weights @ latent  # (B, H, T, K) x (B, 1, K, d_c) -> (B, H, T, d_c): the latents, weighted
+        W_OUV = torch.einsum("ehd,hdc->ehc", self.W_O.weight.view(-1, H, dh), W_UV)  # W_O_h W_UV_h: (D, H, d_c)
+        if keep_heads is not None:
+            mixed = mixed * keep_heads.view(1, H, 1, 1)  # 0 silences a head
+        self.head_outputs = torch.einsum("hdc,bhtc->bhtd", W_UV, mixed).detach()  # (B, H, T, dh)
+        return torch.einsum("bhtc,ehc->bte", mixed, W_OUV)  # (B, T, D)

@@ -20,15 +20,15 @@ import torch
 from torch import nn
 
 from ._validate import (
-    require_dim,
-    require_float,
+    require_divisible,
+    require_head_split,
+    require_heads_inputs,
     require_int,
+    require_kv_features,
+    require_kv_head_tensor,
     require_kv_heads,
-    require_mask,
+    require_layer_inputs,
     require_probability,
-    require_qkv,
-    require_rank,
-    require_valid_lens,
 )
 from .scoring import scaled_dot_product_attention
 
@@ -39,23 +39,15 @@ Projection = Callable[[torch.Tensor], torch.Tensor]
 
 def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     """(B, T, H * dh) -> (B * H, T, dh): one batch element per (sequence, head)."""
-    require_float(x, "x")
-    require_rank(x, "x", (3,), "(B, T, H * dh)")
-    require_int(num_heads, "num_heads")
+    require_head_split(x, num_heads, "(B, T, H * dh)", -1)
     batch, steps, size = x.shape
-    if size % num_heads:
-        raise ValueError(f"x.shape[-1] = {size} must be divisible by num_heads = {num_heads}")
     x = x.reshape(batch, steps, num_heads, size // num_heads)  # (B, T, H, dh)
     return x.permute(0, 2, 1, 3).reshape(batch * num_heads, steps, size // num_heads)  # (B * H, T, dh)
 
 
 def merge_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     """(B * H, T, dh) -> (B, T, H * dh): the inverse of ``split_heads``."""
-    require_float(x, "x")
-    require_rank(x, "x", (3,), "(B * H, T, dh)")
-    require_int(num_heads, "num_heads")
-    if x.shape[0] % num_heads:
-        raise ValueError(f"x.shape[0] = {x.shape[0]} must be divisible by num_heads = {num_heads}")
+    require_head_split(x, num_heads, "(B * H, T, dh)", 0)
     batch, steps, size = x.shape[0] // num_heads, x.shape[1], x.shape[2]
     x = x.reshape(batch, num_heads, steps, size)  # (B, H, T, dh)
     return x.permute(0, 2, 1, 3).reshape(batch, steps, num_heads * size)  # (B, T, H * dh)
@@ -67,41 +59,8 @@ def repeat_kv_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     The order of ``torch.nn.functional.scaled_dot_product_attention(..., enable_gqa=True)``: query head ``h``
     uses key/value head ``h // (H / G)``.
     """
-    require_float(x, "x")
-    require_rank(x, "x", (4,), "(B, G, K, dh)")
-    if x.shape[1] == 0:
-        raise ValueError(f"x must hold at least one key/value head: shape (B, G, K, dh), G >= 1, got {tuple(x.shape)}")
-    require_kv_heads(num_heads, x.shape[1])
+    require_kv_head_tensor(x, num_heads)
     return x.repeat_interleave(num_heads // x.shape[1], dim=1)  # (B, G, K, dh) -> (B, H, K, dh)
-
-
-def _require_heads_input(queries, keys, values, num_heads, valid_lens, mask, projections) -> None:
-    """Every check of ``multi_head_attention``'s arguments, made against the caller's sizes."""
-    require_qkv(queries, keys, values, same_size=False)
-    require_int(num_heads, "num_heads")
-    for name, fn in projections:
-        if not callable(fn):
-            raise TypeError(f"{name} must be a projection such as nn.Linear, got {type(fn).__name__}")
-        weight = getattr(fn, "weight", None)  # an nn.Linear: its parameters must match the inputs' dtype
-        if isinstance(weight, torch.Tensor) and weight.dtype != queries.dtype:
-            raise TypeError(
-                f"{name} has dtype {weight.dtype} but queries have dtype {queries.dtype}; "
-                f"convert the inputs, or the projection with .to({queries.dtype})"
-            )
-        fed = {"W_q": ("queries", queries), "W_k": ("keys", keys), "W_v": ("values", values)}.get(name)
-        if fed is not None and isinstance(weight, torch.Tensor) and weight.ndim == 2:  # in_features = weight.shape[1]
-            require_dim(fed[1], fed[0], -1, weight.shape[1], note=f"the input size of {name}")
-    batch, num_q, num_k = queries.shape[0], queries.shape[1], keys.shape[1]
-    if valid_lens is not None:
-        require_valid_lens(valid_lens, num_k, (batch, num_q))
-    if mask is not None:
-        require_mask(mask)
-        wanted = [(num_q, num_k), (1, num_q, num_k), (batch, num_q, num_k)]
-        if tuple(mask.shape) not in wanted:
-            raise ValueError(
-                f"mask must have shape (Q, K), (1, Q, K) or (B, Q, K) = {' or '.join(map(str, wanted))}, "
-                f"got {tuple(mask.shape)}"
-            )
 
 
 def multi_head_attention(
@@ -136,17 +95,13 @@ def multi_head_attention(
         output (B, Q, D) and the weights of every head (B, H, Q, K).
     """
     projections = (("W_q", W_q), ("W_k", W_k), ("W_v", W_v), ("W_o", W_o))
-    _require_heads_input(queries, keys, values, num_heads, valid_lens, mask, projections)
+    require_heads_inputs(queries, keys, values, num_heads, valid_lens, mask, projections)
     groups = require_kv_heads(num_heads, num_kv_heads)
     batch = queries.shape[0]
     q = split_heads(W_q(queries), num_heads)  # (B, Q, Dq) -> (B, Q, H * dh) -> (B * H, Q, dh)
     k = split_heads(W_k(keys), groups)  # (B, K, Dk) -> (B, K, G * dh) -> (B * G, K, dh)
     v = split_heads(W_v(values), groups)  # (B, K, Dv) -> (B, K, G * dh) -> (B * G, K, dh)
-    if k.shape[-1] != q.shape[-1] or v.shape[-1] != q.shape[-1]:
-        raise ValueError(
-            f"W_k and W_v must give num_kv_heads * dh = {groups} * {q.shape[-1]} features, "
-            f"got {k.shape[-1] * groups} and {v.shape[-1] * groups}"
-        )
+    require_kv_features(k, v, q.shape[-1], groups)
     if groups != num_heads:  # each key/value head serves H / G query heads
         k = repeat_kv_heads(k.reshape(batch, groups, *k.shape[1:]), num_heads).flatten(0, 1)  # -> (B * H, K, dh)
         v = repeat_kv_heads(v.reshape(batch, groups, *v.shape[1:]), num_heads).flatten(0, 1)  # -> (B * H, K, dh)
@@ -191,8 +146,7 @@ class MultiHeadAttention(nn.Module):
         super().__init__()
         require_int(num_hiddens, "num_hiddens")
         require_int(num_heads, "num_heads")
-        if num_hiddens % num_heads:
-            raise ValueError(f"num_hiddens = {num_hiddens} must be divisible by num_heads = {num_heads}")
+        require_divisible(num_hiddens, "num_hiddens", num_heads, "num_heads")
         self.num_kv_heads = require_kv_heads(num_heads, num_kv_heads)
         kv_size = num_hiddens // num_heads * self.num_kv_heads  # G * dh
         sizes = {}
@@ -207,14 +161,7 @@ class MultiHeadAttention(nn.Module):
         self.attention_weights: torch.Tensor | None = None
 
     def forward(self, queries, keys, values, valid_lens=None, mask=None):
-        require_qkv(queries, keys, values, same_size=False)
-        for name, t, layer in (("queries", queries, self.W_q), ("keys", keys, self.W_k), ("values", values, self.W_v)):
-            require_dim(t, name, -1, layer.in_features)
-            if t.dtype != layer.weight.dtype:
-                raise TypeError(
-                    f"{name} have dtype {t.dtype} but the layer's parameters are {layer.weight.dtype}; "
-                    f"convert the inputs, or the layer with .to({t.dtype})"
-                )
+        require_layer_inputs(queries, keys, values, (self.W_q, self.W_k, self.W_v))
         output, weights = multi_head_attention(
             queries,
             keys,

@@ -27,65 +27,19 @@ import math
 
 import torch
 
-from ._validate import (
-    require_choice,
-    require_finite,
-    require_float,
-    require_float_dtype,
-    require_int,
-    require_min_rank,
-    require_number,
-    require_positions,
+from ._validate import LOW_PRECISION, require_float_dtype, require_int
+from ._validate_rotary_linear import (
+    require_frequency_args,
+    require_ntk_base,
+    require_ramp_args,
+    require_rope_input,
+    require_scaling,
 )
 from .positional import frequencies
 
 __all__ = ["rope_frequencies", "rope_attention_scale", "yarn_ramp", "apply_rope", "alibi_slopes", "alibi_bias"]
 
-_LOW_PRECISION = (torch.float16, torch.bfloat16)
-ROPE_SCALINGS = ("linear", "ntk", "yarn", "parts")  # the kinds of ``scaling``
-YARN_RULES = ("index", "turns")  # yarn_ramp: linear in the pair index (the code), or in the turns (the paper)
 YARN_BETA_FAST, YARN_BETA_SLOW = 32, 1  # YaRN's ramp: pairs turning > 32 times over original_len kept, < 1 scaled
-
-
-def _require_scaling(scaling) -> tuple | None:
-    """None, ``("linear", s)``, ``("ntk", s)``, ``("yarn", s, original_len)`` or ``("parts", s, ramp, attention)``.
-
-    s >= 1, original_len >= 1; ``ramp`` a sequence (or 1-D tensor) of numbers in [0, 1], one per pair, returned as a
-    tuple of floats; ``attention`` > 0.
-    """
-    if scaling is None:
-        return None
-    wanted = 'None, ("linear", s), ("ntk", s), ("yarn", s, original_len) or ("parts", s, ramp, attention)'
-    if not isinstance(scaling, tuple) or not scaling:
-        raise TypeError(f"scaling must be {wanted}, got {scaling!r} ({type(scaling).__name__})")
-    kind = scaling[0]
-    if not isinstance(kind, str):
-        raise TypeError(f"scaling[0] must be one of {list(ROPE_SCALINGS)}, got {kind!r} ({type(kind).__name__})")
-    if kind not in ROPE_SCALINGS:
-        raise ValueError(f"scaling[0] must be one of {list(ROPE_SCALINGS)}, got {kind!r}")
-    size = {"yarn": 3, "parts": 4}.get(kind, 2)
-    if len(scaling) != size:
-        raise ValueError(f"scaling must be {wanted}: {kind!r} takes {size} entries, got {len(scaling)}: {scaling!r}")
-    factor = require_number(scaling[1], "scaling[1] (the factor s)", ">= 1", lambda v: v >= 1)
-    if kind == "yarn":
-        return (kind, factor, require_int(scaling[2], "scaling[2] (original_len)"))
-    if kind == "parts":
-        ramp = _require_ramp(scaling[2])
-        attention = require_number(scaling[3], "scaling[3] (the attention factor)", "> 0", lambda v: v > 0)
-        return (kind, factor, ramp, attention)
-    return (kind, factor)
-
-
-def _require_ramp(ramp) -> tuple[float, ...]:
-    """``("parts", s, ramp, attention)``'s ramp: a 1-D tensor, list or tuple of numbers in [0, 1], as floats."""
-    name = "scaling[2] (the ramp, one number per pair)"
-    if isinstance(ramp, torch.Tensor):
-        if ramp.ndim != 1 or ramp.is_complex():
-            raise ValueError(f"{name} must be a 1-D real tensor, got shape {tuple(ramp.shape)} ({ramp.dtype})")
-        ramp = ramp.tolist()
-    if not isinstance(ramp, (list, tuple)) or not ramp:
-        raise TypeError(f"{name} must be a non-empty list, tuple or 1-D tensor of numbers, got {type(ramp).__name__}")
-    return tuple(require_number(r, f"{name}[{i}]", "in [0, 1]", lambda v: 0 <= v <= 1) for i, r in enumerate(ramp))
 
 
 def yarn_ramp(head_dim: int, original_len: int, base: float = 10000.0, rule: str = "index") -> torch.Tensor:
@@ -109,7 +63,7 @@ def yarn_ramp(head_dim: int, original_len: int, base: float = 10000.0, rule: str
     Returns:
         (D/2,) float64 tensor on the CPU, values in [0, 1].
     """
-    head_dim, original_len, base, rule = _require_ramp_args(head_dim, original_len, base, rule)
+    head_dim, original_len, base, rule = require_ramp_args(head_dim, original_len, base, rule)
     omega = frequencies(head_dim, base)  # (D/2,) float64: base^(-2i / D)
     if rule == "turns":
         turns = original_len * omega / (2 * math.pi)  # (D/2,): r_i, the turns over original_len
@@ -125,15 +79,6 @@ def yarn_ramp(head_dim: int, original_len: int, base: float = 10000.0, rule: str
         high += 0.001  # as in transformers: no division by zero
     pairs = torch.arange(head_dim // 2, dtype=torch.float64)  # (D/2,): i = 0 .. D/2 - 1
     return ((pairs - low) / (high - low)).clamp(0, 1)
-
-
-def _require_ramp_args(head_dim, original_len, base, rule) -> tuple[int, int, float, str]:
-    require_int(head_dim, "head_dim", 2)
-    if head_dim % 2:
-        raise ValueError(f"head_dim must be even (pairs of columns are rotated), got {head_dim}")
-    require_int(original_len, "original_len")
-    base = require_number(base, "base", "> 1", lambda v: v > 1)
-    return head_dim, original_len, base, require_choice(rule, "rule", YARN_RULES)
 
 
 def rope_frequencies(head_dim: int, base: float = 10000.0, scaling=None) -> torch.Tensor:
@@ -154,11 +99,7 @@ def rope_frequencies(head_dim: int, base: float = 10000.0, scaling=None) -> torc
     Returns:
         (D/2,) float64 tensor on the CPU.
     """
-    require_int(head_dim, "head_dim", 2)
-    if head_dim % 2:
-        raise ValueError(f"head_dim must be even (pairs of columns are rotated), got {head_dim}")
-    base = require_number(base, "base", "> 1", lambda v: v > 1)
-    scaling = _require_scaling(scaling)
+    base, scaling = require_frequency_args(head_dim, base, scaling)
     omega = frequencies(head_dim, base)  # (D/2,) float64: base^(-2i / D)
     if scaling is None:
         return omega
@@ -166,25 +107,13 @@ def rope_frequencies(head_dim: int, base: float = 10000.0, scaling=None) -> torc
     if kind == "linear":
         return omega / factor  # every pair turns s times slower: positions 0..sL take the angles of 0..L
     if kind == "ntk":
-        if head_dim < 4:
-            raise ValueError(f'scaling ("ntk", s) needs head_dim >= 4 (its exponent is D / (D - 2)), got {head_dim}')
         try:
             new_base = base * factor ** (head_dim / (head_dim - 2))
         except OverflowError:
             new_base = math.inf
-        if not math.isfinite(new_base):
-            raise ValueError(
-                f'scaling ("ntk", s): the new base base * s^(D / (D - 2)) overflows for base = {base}, s = {factor}, '
-                f"D = {head_dim}; use a smaller factor s"
-            )
-        return frequencies(head_dim, new_base)  # pair 0 kept, the last one divided by s
+        return frequencies(head_dim, require_ntk_base(new_base, base, factor, head_dim))  # pair 0 kept, the last / s
     if kind == "yarn":
         ramp = yarn_ramp(head_dim, scaling[2], base)  # (D/2,): 0 = keep, 1 = interpolate
-    elif len(scaling[2]) != head_dim // 2:
-        raise ValueError(
-            f'scaling ("parts", s, ramp, attention): ramp must hold one number per pair, D/2 = {head_dim // 2}, '
-            f"got {len(scaling[2])}"
-        )
     else:
         ramp = torch.tensor(scaling[2], dtype=torch.float64)  # (D/2,)
     return (omega / factor) * ramp + omega * (1 - ramp)
@@ -197,7 +126,7 @@ def rope_attention_scale(scaling=None) -> float:
     Hugging Face transformers multiplies RoPE's cos and sin by it, that is the queries and the keys, so the scores are
     multiplied by its square (Peng et al. 2023 write ``sqrt(1 / t) = 0.1 ln s + 1``).
     """
-    scaling = _require_scaling(scaling)
+    scaling = require_scaling(scaling)
     if scaling is not None and scaling[0] == "parts":
         return scaling[3]
     if scaling is None or scaling[0] != "yarn":
@@ -231,20 +160,11 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0, 
         rounded back (a pair close to the largest float16 can rotate to a value beyond it, which becomes inf).
         ``x`` is not modified.
     """
-    require_float(x, "x")
-    require_min_rank(x, "x", 2, "(..., L, D)")
-    length, size = x.shape[-2], x.shape[-1]
-    if size < 2 or size % 2:
-        raise ValueError(
-            f"x must have an even last size D >= 2 (pairs of columns are rotated), got shape {tuple(x.shape)} "
-            f"(D = {size})"
-        )
-    require_positions(positions, length)
-    base = require_number(base, "base", "> 1", lambda v: v > 1)
-    require_finite(x, "x")
+    base = require_rope_input(x, positions, base)
+    size = x.shape[-1]  # D
     omega = rope_frequencies(size, base, scaling).to(x.device)  # (D/2,) float64
     angles = positions.to(device=x.device, dtype=torch.float64).unsqueeze(-1) * omega  # (L, 1) * (D/2,) -> (L, D/2)
-    work = torch.float32 if x.dtype in _LOW_PRECISION else x.dtype
+    work = torch.float32 if x.dtype in LOW_PRECISION else x.dtype
     cos, sin = angles.cos().to(work), angles.sin().to(work)  # (L, D/2) each
     x_even, x_odd = x[..., 0::2].to(work), x[..., 1::2].to(work)  # (..., L, D/2) each: the pairs' two parts
     out_even = x_even * cos - x_odd * sin  # (..., L, D/2)

@@ -14,15 +14,8 @@ from collections.abc import Callable
 
 import torch
 
-from ._validate import (
-    require_feature_size,
-    require_finite,
-    require_float,
-    require_qkv,
-    require_rank,
-    require_same_dtype,
-)
-from .masking import _masked_softmax
+from ._validate import require_additive_inputs, require_pooling_inputs, require_qkv, require_queries_keys
+from .masking import softmax_over_allowed
 
 __all__ = [
     "attention_pooling",
@@ -52,21 +45,8 @@ def attention_pooling(
     Returns:
         output (B, Q, V) and weights (B, Q, K).
     """
-    require_float(scores, "scores")
-    require_float(values, "values")
-    require_rank(scores, "scores", (3,), "(B, Q, K)")
-    require_rank(values, "values", (3,), "(B, K, V)")
-    require_same_dtype(values, "values", scores, "scores")
-    if values.shape[:2] != scores.shape[::2]:
-        raise ValueError(
-            f"values must have shape (B, K, V) = ({scores.shape[0]}, {scores.shape[2]}, V) to match scores "
-            f"{tuple(scores.shape)}, got values {tuple(values.shape)}"
-        )
-    if dropout is not None and not callable(dropout):
-        raise TypeError(f"dropout must be a function such as nn.Dropout(p), got {type(dropout).__name__}")
-    require_finite(scores, "scores")
-    require_finite(values, "values")
-    weights = _masked_softmax(scores, valid_lens, mask)  # (B, Q, K)
+    require_pooling_inputs(scores, values, dropout)
+    weights = softmax_over_allowed(scores, valid_lens, mask)  # (B, Q, K)
     pooled = weights if dropout is None else dropout(weights.clone())  # an in-place dropout keeps its hands off weights
     return torch.bmm(pooled, values), weights  # (B, Q, K) x (B, K, V) -> (B, Q, V)
 
@@ -81,16 +61,7 @@ def dot_product_scores(queries: torch.Tensor, keys: torch.Tensor, scale: bool = 
     Returns:
         (B, Q, K) scores.
     """
-    for name, t, meaning in (("queries", queries, "(B, Q, D)"), ("keys", keys, "(B, K, D)")):
-        require_float(t, name)
-        require_rank(t, name, (3,), meaning)
-    require_same_dtype(keys, "keys", queries, "queries")
-    if queries.shape[0] != keys.shape[0] or queries.shape[2] != keys.shape[2]:
-        raise ValueError(
-            f"keys must have shape (B, K, D) = ({queries.shape[0]}, K, {queries.shape[2]}) to match queries "
-            f"{tuple(queries.shape)}, got keys {tuple(keys.shape)}"
-        )
-    require_feature_size(queries, "queries", "(B, Q, D)")
+    require_queries_keys(queries, keys)
     scores = torch.bmm(queries, keys.transpose(1, 2))  # (B, Q, D) x (B, D, K) -> (B, Q, K)
     return scores / math.sqrt(queries.shape[-1]) if scale else scores
 
@@ -108,26 +79,7 @@ def additive_scores(
     Returns:
         (B, Q, K) scores.
     """
-    for name, t, meaning in (("queries", queries, "(B, Q, Dq)"), ("keys", keys, "(B, K, Dk)")):
-        require_float(t, name)
-        require_rank(t, name, (3,), meaning)
-    if queries.shape[0] != keys.shape[0]:
-        raise ValueError(
-            f"queries and keys must share the batch size B, got queries {tuple(queries.shape)} "
-            f"and keys {tuple(keys.shape)}"
-        )
-    for name, t in (("keys", keys), ("w_q", w_q), ("w_k", w_k), ("w_v", w_v)):
-        require_float(t, name)
-        require_same_dtype(t, name, queries, "queries")
-    require_rank(w_v, "w_v", (1,), "(U,)")
-    hidden = w_v.shape[0]
-    for name, t, given, which in (("w_q", w_q, queries, "Dq"), ("w_k", w_k, keys, "Dk")):
-        size, source = given.shape[-1], "queries" if given is queries else "keys"
-        if t.shape != (hidden, size):
-            raise ValueError(
-                f"{name} must have shape (U, {which}) = ({hidden}, {size}) (U from w_v {tuple(w_v.shape)}, "
-                f"{which} from {source} {tuple(given.shape)}), got {tuple(t.shape)}"
-            )
+    require_additive_inputs(queries, keys, w_q, w_k, w_v)
     q_feat = queries @ w_q.T  # (B, Q, Dq) x (Dq, U) -> (B, Q, U)
     k_feat = keys @ w_k.T  # (B, K, Dk) x (Dk, U) -> (B, K, U)
     hidden = torch.tanh(q_feat.unsqueeze(2) + k_feat.unsqueeze(1))  # (B, Q, 1, U) + (B, 1, K, U) -> (B, Q, K, U)

@@ -12,14 +12,7 @@ from typing import NamedTuple
 
 import torch
 
-from ._validate import (
-    require_dim,
-    require_feature_size,
-    require_finite,
-    require_float,
-    require_rank,
-    require_same_dtype,
-)
+from ._validate import require_self_attention_inputs
 
 __all__ = [
     "SelfAttentionSteps",
@@ -53,20 +46,7 @@ def self_attention_steps(
         ``SelfAttentionSteps`` with queries and keys (T, D), values (T, V), scores and weights (T, T),
         weighted (T, T, V) and outputs (T, V).
     """
-    require_float(inputs, "inputs")
-    require_rank(inputs, "inputs", (2,), "(T, Din)")
-    for name, w in (("w_query", w_query), ("w_key", w_key), ("w_value", w_value)):
-        require_float(w, name)
-        require_rank(w, name, (2,), "(Din, V)" if name == "w_value" else "(Din, D)")
-        require_same_dtype(w, name, inputs, "inputs")
-        require_dim(w, name, 0, inputs.shape[1], expected="Din = ", note=f"inputs {tuple(inputs.shape)}")
-    if w_query.shape[1] != w_key.shape[1]:
-        raise ValueError(
-            f"w_query and w_key must project to one size D, got {tuple(w_query.shape)} and {tuple(w_key.shape)}"
-        )
-    require_feature_size(w_query, "w_query", "(Din, D)")
-    for name, t in (("inputs", inputs), ("w_query", w_query), ("w_key", w_key), ("w_value", w_value)):
-        require_finite(t, name)
+    require_self_attention_inputs(inputs, w_query, w_key, w_value)
     queries = inputs @ w_query  # (T, Din) x (Din, D) -> (T, D)
     keys = inputs @ w_key  # (T, Din) x (Din, D) -> (T, D)
     values = inputs @ w_value  # (T, Din) x (Din, V) -> (T, V)

@@ -19,6 +19,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ._validate import require_choice, require_int, require_source, require_target
+from ._validate_models import require_decoder_choice, require_encoder_sizes
 from .layers import AdditiveAttention
 from .masking import masked_softmax
 from .tasks import BOS, EOS, PAD, VOCAB_SIZE
@@ -41,11 +42,8 @@ class Seq2SeqEncoder(nn.Module):
         self, embed_size: int = 32, num_hiddens: int = 64, vocab_size: int = VOCAB_SIZE, bidirectional: bool = True
     ):
         super().__init__()
-        if not isinstance(bidirectional, bool):
-            raise TypeError(f"bidirectional must be True or False, got {bidirectional!r}")
-        if require_int(num_hiddens, "num_hiddens") % 2 and bidirectional:
-            raise ValueError(f"num_hiddens must be even (half per direction), got {num_hiddens}")
-        self.embedding = nn.Embedding(require_int(vocab_size, "vocab_size"), require_int(embed_size, "embed_size"))
+        require_encoder_sizes(embed_size, num_hiddens, vocab_size, bidirectional)
+        self.embedding = nn.Embedding(vocab_size, embed_size)
         units = num_hiddens // 2 if bidirectional else num_hiddens
         self.rnn = nn.GRU(embed_size, units, batch_first=True, bidirectional=bidirectional)
 
@@ -152,11 +150,7 @@ class RNNSeq2Seq(nn.Module):
         vocab_size: int = VOCAB_SIZE,
     ):
         super().__init__()
-        if not isinstance(attention, bool):
-            raise TypeError(f"attention must be True or False, got {attention!r}")
-        require_choice(score, "score", ("additive", "dot"))
-        if score != "additive" and not attention:
-            raise ValueError(f"score={score!r} needs attention=True (the decoder without attention has no score)")
+        require_decoder_choice(attention, score, ("additive", "dot"))
         self.vocab_size = require_int(vocab_size, "vocab_size", EOS + 2)
         self.encoder = Seq2SeqEncoder(embed_size, num_hiddens, vocab_size, bidirectional)
         if attention:

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import torch
 
-from ._validate import require_int, require_sequence
+from ._validate import require_digit_string, require_int, require_nonempty_list, require_sequence
 
 __all__ = [
     "PAD",
@@ -71,10 +71,7 @@ class Splits(NamedTuple):
 
 def encode(digits: str) -> list[int]:
     """Token ids of a string of digits, e.g. ``"307"`` -> ``[6, 3, 10]``."""
-    if not isinstance(digits, str):
-        raise TypeError(f"digits must be a non-empty string of the digits 0-9, got {digits!r}")
-    if not digits or not digits.isdigit() or not digits.isascii():
-        raise ValueError(f"digits must be a non-empty string of the digits 0-9, got {digits!r}")
+    require_digit_string(digits)
     return [len(SPECIALS) + int(c) for c in digits]
 
 
@@ -105,10 +102,7 @@ def labels(tokens, length: int | None = None) -> list[str]:
 
 def make_batch(sources: list[str]) -> Batch:
     """Pad a list of digit strings into a :class:`Batch` whose targets are the reversed strings."""
-    if not isinstance(sources, (list, tuple)):
-        raise TypeError(f"sources must be a non-empty list of digit strings, got {sources!r}")
-    if not sources:
-        raise ValueError(f"sources must be a non-empty list of digit strings, got {sources!r}")
+    require_nonempty_list(sources, "sources", "digit strings")
     encoded = [encode(s) for s in sources]
     width = max(map(len, encoded)) + 1
     src = torch.full((len(encoded), width), PAD, dtype=torch.long)

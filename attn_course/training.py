@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from ._validate import require_int, require_positive
+from ._validate import require_instance, require_int, require_positive, require_seq2seq_model
 from .tasks import EOS, PAD, Batch, Splits
 
 __all__ = [
@@ -34,11 +34,6 @@ class History:
     step_loss: list[float] = field(default_factory=list)
     valid_accuracy: list[float] = field(default_factory=list)
     seconds: float = 0.0
-
-
-def _require_seq2seq_model(model) -> None:
-    if not isinstance(model, nn.Module) or not callable(getattr(model, "greedy", None)):
-        raise TypeError(f"model must be an nn.Module with a greedy() method, got {type(model).__name__}")
 
 
 def train_seq2seq(
@@ -61,9 +56,8 @@ def train_seq2seq(
     numbers as tensor by tensor, in less time. After each epoch the model is scored on ``data.valid`` (sequence
     accuracy, greedy decoding).
     """
-    _require_seq2seq_model(model)
-    if not isinstance(data, Splits):
-        raise TypeError(f"data must be the Splits of a task (e.g. tasks.reversal_task()), got {type(data).__name__}")
+    require_seq2seq_model(model)
+    require_instance(data, "data", Splits, "the Splits of a task (e.g. tasks.reversal_task())")
     require_int(epochs, "epochs")
     require_int(batch_size, "batch_size")
     require_positive(lr, "lr")
@@ -117,13 +111,12 @@ def _until_eos(row: torch.Tensor) -> tuple[int, ...]:
 
 
 def _require_batch(batch) -> None:
-    if not isinstance(batch, Batch):
-        raise TypeError(f"batch must be a Batch of a task (e.g. tasks.make_batch(...)), got {type(batch).__name__}")
+    require_instance(batch, "batch", Batch, "a Batch of a task (e.g. tasks.make_batch(...))")
 
 
 def _hits(model: nn.Module, batch: Batch) -> list[bool]:
     """Per example: does the greedy output equal the target token for token, up to and with the ``EOS``?"""
-    _require_seq2seq_model(model)
+    require_seq2seq_model(model)
     _require_batch(batch)
     model.eval()
     tokens, _ = model.greedy(batch.src, batch.src_len, max_len=batch.tgt_out.shape[1] + 1)

@@ -19,18 +19,14 @@ from torch import nn
 
 from ._validate import (
     require_bool,
-    require_finite,
-    require_float,
     require_int,
     require_last_size,
     require_param_dtype,
-    require_rank,
-    require_same_dtype,
     require_source,
     require_target,
-    require_tensor,
     require_valid_lens,
 )
+from ._validate_models import require_block_input, require_called, require_max_len, require_residual
 from .masking import causal_mask
 from .multihead import MultiHeadAttention
 from .positional import positional_encoding
@@ -68,26 +64,8 @@ class AddNorm(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        require_last_size(x, "x", self.norm.normalized_shape[0], "num_hiddens")
-        require_param_dtype(x, "x", self.norm.weight)
-        require_tensor(y, "y")
-        require_same_dtype(y, "y", x, "x")
-        if x.shape != y.shape:
-            raise ValueError(
-                f"x and y must have the same shape for the residual sum, got {tuple(x.shape)} and {tuple(y.shape)}"
-            )
+        require_residual(x, y, self.norm.normalized_shape[0], self.norm.weight)
         return self.norm(x + self.dropout(y))  # (B, T, D)
-
-
-def _require_block_input(x, name: str, layer: MultiHeadAttention, batch: int | None = None) -> None:
-    """A block's input (B, T, D): floating, 3-D, D = num_hiddens, in the dtype of the block's parameters."""
-    require_float(x, name)
-    require_rank(x, name, (3,), "(B, T, D)")
-    require_last_size(x, name, layer.W_q.in_features, "num_hiddens")
-    require_param_dtype(x, name, layer.W_q.weight)
-    require_finite(x, name)
-    if batch is not None and x.shape[0] != batch:
-        raise ValueError(f"{name} must have one row per sequence of x: shape ({batch}, S, D), got {tuple(x.shape)}")
 
 
 def _residual(x: torch.Tensor, addnorm: AddNorm, sublayer, norm_first: bool) -> torch.Tensor:
@@ -115,7 +93,7 @@ class EncoderBlock(nn.Module):
         self.addnorm2 = AddNorm(num_hiddens, dropout)
 
     def forward(self, x: torch.Tensor, src_len: torch.Tensor) -> torch.Tensor:
-        _require_block_input(x, "x", self.attention)
+        require_block_input(x, "x", self.attention.W_q.weight)
         if src_len is not None:
             require_valid_lens(src_len, x.shape[1], (x.shape[0],), "src_len")
         y = _residual(x, self.addnorm1, lambda h: self.attention(h, h, h, src_len), self.norm_first)  # (B, S, D)
@@ -143,8 +121,8 @@ class DecoderBlock(nn.Module):
         self.addnorm3 = AddNorm(num_hiddens, dropout)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, src_len: torch.Tensor) -> torch.Tensor:
-        _require_block_input(x, "x", self.self_attention)
-        _require_block_input(memory, "memory", self.cross_attention, batch=x.shape[0])
+        require_block_input(x, "x", self.self_attention.W_q.weight)
+        require_block_input(memory, "memory", self.cross_attention.W_q.weight, batch=x.shape[0])
         if src_len is not None:
             require_valid_lens(src_len, memory.shape[1], (memory.shape[0],), "src_len")
         if x.shape[1] == 0:  # no target position: nothing attends, nothing to compute
@@ -201,10 +179,7 @@ class TransformerSeq2Seq(nn.Module):
         self.encoder_norm, self.decoder_norm = final(num_hiddens), final(num_hiddens)
 
     def _embed(self, tokens: torch.Tensor, name: str) -> torch.Tensor:
-        if tokens.shape[1] > self.pos.shape[0]:
-            raise ValueError(
-                f"{name} has {tokens.shape[1]} positions; this model encodes at most max_len = {self.pos.shape[0]}"
-            )
+        require_max_len(tokens, name, self.pos.shape[0])
         x = self.embedding(tokens) * math.sqrt(self.num_hiddens)  # (B, T) -> (B, T, D)
         return self.dropout(x + self.pos[: tokens.shape[1]])  # + (T, D) broadcast over the batch
 
@@ -235,8 +210,7 @@ class TransformerSeq2Seq(nn.Module):
         ``"encoder"`` (source self-attention), ``"decoder"`` (causal self-attention) and ``"cross"``
         (target positions attending to source positions).
         """
-        if self.encoder[0].attention.attention_weights is None:
-            raise RuntimeError("no attention weights yet: call the model (or greedy) first")
+        require_called(self.encoder[0].attention.attention_weights, "attention weights", "call the model (or greedy)")
         return {
             "encoder": torch.stack([b.attention.attention_weights for b in self.encoder], dim=1),
             "decoder": torch.stack([b.self_attention.attention_weights for b in self.decoder], dim=1),

@@ -14,11 +14,11 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from .._validate import require_finite, require_float, require_int, require_rank
+from .._validate_rotary_linear import require_scaling
 from ..positional import frequencies, positional_encoding
 from ..rotary import (
     YARN_BETA_FAST,
     YARN_BETA_SLOW,
-    _require_scaling,
     alibi_bias,
     alibi_slopes,
     apply_rope,
@@ -316,7 +316,7 @@ def plot_rope_scalings(head_dim: int, scalings: dict, original_len: int, base: f
         got = "an empty dict" if isinstance(scalings, dict) else type(scalings).__name__
         raise TypeError(f"scalings must be a dict label -> scaling, not empty, got {got}")
     for scaling in scalings.values():
-        _require_scaling(scaling)
+        require_scaling(scaling)
     omega = _np(rope_frequencies(head_dim, base))  # (D/2,)
     turns = original_len * omega / TWO_PI  # (D/2,): turns of each pair over the original length
     if ax is None:
