@@ -7,6 +7,8 @@
 #   make test-oldest   the unit tests again, with every runtime dependency at the lowest version pyproject.toml allows
 #   make bench   how fast the course feels: notebooks, slider redraws, attention kernels against PyTorch
 #   make student the notebooks without their solution cells, for teachers who grade (build/student/)
+#   make grade SUBMISSIONS=folder  run each student's hand-ins in sandboxed kernels and grade them with the course's
+#                checks (folder/<student>/NN_topic.ipynb; results in build/grades/)
 #   make clean   remove .venv and everything built
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -28,7 +30,7 @@ OLDEST_STAMP := $(OLDEST)/.setup-done
 # tests' asserts, would compile them again.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup setup-oldest test unit nbval lint lab html test-browser test-oldest bench execute student clean
+.PHONY: setup setup-oldest test unit nbval lint lab html test-browser test-oldest bench execute student grade clean
 
 setup: $(STAMP) $(KERNEL_STAMP)
 
@@ -134,6 +136,14 @@ student: setup
 	$(BIN)/jupyter nbconvert --log-level=WARN --to notebook --output-dir $(STUDENT) \
 		--TagRemovePreprocessor.enabled=True --TagRemovePreprocessor.remove_cell_tags=solution \
 		notebooks/[0-9][0-9]_*.ipynb
+
+# The hand-ins of a class, SUBMISSIONS/<student>/<notebook>.ipynb, each run in a kernel of its own (no network, the
+# course's files read-only, limits on time and memory: tools/grade.py says what is and is not defended), then graded
+# by the course's own checks: build/grades/grades.csv, summary.csv and report.html. GRADE_ARGS passes options, for
+# example GRADE_ARGS="--jobs 1 --cell-timeout 120" (tools/grade.py --help).
+grade: setup
+	$(BIN)/python tools/grade.py $(or $(SUBMISSIONS),$(error give SUBMISSIONS=folder, holding <student>/<notebook>.ipynb)) \
+		$(GRADE_ARGS)
 
 clean:
 	rm -rf $(VENV) $(OLDEST) build site/node_modules .pytest_cache .ruff_cache attn_course.egg-info
