@@ -78,7 +78,9 @@ def build_class(folder: Path) -> None:
     _save(folder, "untouched", student)
     wrong = _edit(student, "x3 = torch.tensor", "key_3 = None", "key_3 = torch.zeros(4)")  # (4,) for a (3,) key
     _save(folder, "wrong", [*wrong, _code(PROBE)])
-    looping = f"import subprocess\nsubprocess.Popen(['sleep', '{MARKER}'])\nwhile True:\n    pass\n"
+    # A loop that never ends, asleep: the cell timeout is what ends it, and a busy loop would take a core from the
+    # tests that run beside this one for the whole timeout.
+    looping = f"import subprocess, time\nsubprocess.Popen(['sleep', '{MARKER}'])\nwhile True:\n    time.sleep(0.05)\n"
     _save(folder, "loop", [_code(looping), *student])
     _save(folder, "crash", [_code("import os\nos._exit(3)"), *student])
     # Solutions of exercises 1-3 with every check call deleted; 4 and 5 unsolved, their checks redefined to pass.
