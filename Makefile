@@ -36,9 +36,9 @@ setup: $(STAMP) $(KERNEL_STAMP)
 
 # Re-runs only when the requirements or the package metadata change. Every installed module is byte-compiled, else
 # the first test run compiles torch's modules, and every run does where a shell outside make sets
-# PYTHONDONTWRITEBYTECODE. pip compiles one file after another, which took more than half of the install (about 40 of
-# 70 s); compileall does it on every core afterwards (22 s on two), and like pip it passes over files that are not
-# valid Python for this interpreter (some packages ship such test data).
+# PYTHONDONTWRITEBYTECODE. pip compiles one file after another, most of the install's time; compileall uses every core
+# (benchmarks/ci.md has the figures), and like pip it passes over files that are not valid Python for this interpreter
+# (some packages ship such test data).
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
@@ -71,7 +71,7 @@ nbval: setup
 
 # The unit tests and nbval in one pytest run: the workers take whole files (a notebook's cells share one kernel), the
 # files with the most tests first (pytest-xdist's default order for loadfile), so the short files fill the gaps at the
-# end; in the order of the command line, test_widgets.py (23 s) came last and the other worker sat idle for 21 s.
+# end instead of one long file keeping a worker busy while the other waits.
 # Each notebook's kernel is a process of its own, on logical CPUs // workers threads (tools/ipc_kernels.py: two kernels
 # on two threads each would fight over two cores); the unit tests change no environment variable that outlives them
 # (pytest's monkeypatch undoes each).
@@ -81,8 +81,8 @@ test: lint
 # A second environment: requirements.txt with torch, numpy, matplotlib, ... at their lower bounds in pyproject.toml
 # and without the tools no unit test imports (tools/oldest_requirements.py), so that those bounds are versions the unit
 # tests pass on. Not nbval: stored outputs may differ with other versions. Only make test-oldest uses it, and the
-# unit tests import a small part of what it holds: its modules are compiled when first imported, not when installed
-# (pip's install 23.5 s, where the whole setup took 74 s with compiling; the first test run about 10 s longer).
+# unit tests import a small part of what it holds: its modules are compiled when first imported, not when installed,
+# which costs the first test run less than compiling everything costs the install.
 $(OLDEST_STAMP): requirements.txt pyproject.toml tools/oldest_requirements.py
 	test -x $(OLDEST)/bin/python || $(PYTHON) -m venv $(OLDEST)
 	$(PYTHON) tools/oldest_requirements.py > $(OLDEST)/requirements.txt
@@ -119,8 +119,7 @@ html: setup
 # Needs /usr/bin/chromium (Debian's chromium package; .ci/run installs it). Three pytest-xdist workers that start with
 # a third each, and a worker that runs out takes tests from the others (--dist worksteal), so all stay busy to the end;
 # each starts its own JupyterLab for the notebooks it gets. Three on two cores: each worker spends part of its time
-# waiting for Chromium or a kernel, and a third fills those gaps (measured on 2 cores: 93% busy with two, 96-97% with
-# three; 289 s and 296 s against 277 s and 251 s).
+# waiting for Chromium or a kernel, and a third fills those gaps (benchmarks/ci.md: the cores' use with two and three).
 BROWSER_WORKERS ?= 3
 test-browser: html
 	$(BIN)/pytest -n $(BROWSER_WORKERS) --dist worksteal tests/browser

@@ -2,34 +2,37 @@
 
 Every notebook imports it; each module covers one idea, in course order:
 
-* ``kernels``   Nadaraya-Watson attention pooling, kernels, the Lagrange basis (notebooks 01-02)
-* ``interpolation``  Lagrange interpolation against Nadaraya-Watson (notebook 02)
-* ``masking``   valid lengths, boolean masks, the masked softmax (notebooks 03, 05)
+* ``pooling``   Nadaraya-Watson attention pooling and its kernels (notebook 01)
+* ``interpolation``  the Lagrange basis, Lagrange interpolation against Nadaraya-Watson (notebook 02)
+* ``masking``   valid lengths, boolean masks, the masked softmax, heatmap patterns (notebooks 03, 05)
 * ``scoring``   scaled dot-product and additive scores, attention pooling over batches (notebook 03)
 * ``scaling``   why scores are divided by sqrt(D): variance and softmax saturation (notebook 03)
-* ``cost``      time and memory of attention as the sizes grow (notebook 03, benchmarks)
+* ``cost``      time and memory of attention: timed and measured, and bytes moved in an IO model (notebooks 03, 10)
 * ``selfattention``  the worked 3-token self-attention example, step by step (notebook 04)
-* ``gallery``   heatmap patterns and a masking demo (notebook 05)
 * ``layers``    ``nn.Module`` wrappers that keep their last ``attention_weights``
 * ``multihead`` multi-head attention and the reshape trick (notebook 06)
 * ``positional`` sinusoidal positional encoding and its rotations (notebook 06)
 * ``rotary``    positions inside attention: rotary embeddings (RoPE) and the ALiBi bias (notebook 11)
+* ``extrapolation``  context extension: RoPE's frequencies scaled by PI, NTK-aware scaling and YaRN (notebook 11)
 * ``plots``     the figures, one module per topic (``plots.pooling`` for notebook 01, ...)
 * ``widgets``   slider panels around the plotting functions, and their static frames for the site
 * ``tasks``     a sequence-to-sequence task made in code: reversing digits (notebooks 07-08)
 * ``seq2seq``   RNN encoder-decoders with and without Bahdanau attention (notebook 07)
 * ``transformer``  a tiny encoder-decoder Transformer from the course's pieces (notebook 08)
 * ``training``  training and greedy-decoding accuracy (notebooks 07-08)
-* ``decoder``   a decoder-only language model: causal self-attention in pre-norm blocks (notebook 09)
-* ``kvcache``   the KV cache: keys and values kept per layer while generating (notebook 09)
+* ``causal``    causal self-attention with RoPE and a KV cache: the interface of every decoder attention (notebook 09)
 * ``mla``       multi-head latent attention: one cached latent per position, shared by the heads (notebook 09)
+* ``kvcache``   the KV cache: what each layer's attention keeps per position while generating (notebook 09)
+* ``decoder``   a decoder-only language model: causal self-attention in pre-norm blocks (notebook 09)
 * ``generation``  temperature, top-k and generating with or without the cache (notebook 09)
-* ``lmtask``    sequences that repeat their first half, training, previous-token and induction scores (notebook 09)
+* ``lmdata``    language-modelling data: sequences that repeat their first half, a Markov source (notebooks 09, 11)
+* ``lmtrain``   training a language model: AdamW, warm-up and cosine decay (notebooks 09, 11)
+* ``lmeval``    losses per half and per position, previous-token, induction and copying scores (notebooks 09, 11)
 * ``data``      the course's data, made in code
 * ``checks``    instant feedback for the exercises
 * ``efficient``  the online softmax and a tiled (FlashAttention) forward pass, causal and local (notebook 10)
-* ``efficient_cost``  peak memory measured with the profiler, bytes moved in an IO model (notebook 10)
-* ``linear``    linear attention: feature maps, recurrent and chunked forms, decay, the delta rule (notebook 12)
+* ``linear``    linear attention: feature maps, recurrent and chunked forms, decay (notebook 12)
+* ``delta_rule``  the delta rule: a linear-attention memory that overwrites a key's value (notebook 12)
 
 Axis names, used in every docstring and shape comment:
 
@@ -46,174 +49,78 @@ Masks are boolean, ``True`` where a query may attend. Every function keeps the f
 dtype it is given and never modifies its inputs in place.
 """
 
-from . import checks, data, linear, plots, rotary, tasks
-from .cost import attention_cost, loglog_slope
-from .decoder import DecoderOnlyLM
-from .efficient import block_counts, flash_attention, online_softmax
-from .efficient_cost import io_cost, peak_memory
-from .gallery import pattern_scores
-from .generation import generate, next_token_probs, time_per_token
-from .interpolation import curve_mean_var
-from .kernels import KERNELS, boxcar, constant, epanechnikov, gaussian, lagrange_basis, nadaraya_watson
-from .kvcache import KVCache, kv_cache_bytes
-from .layers import AdditiveAttention, DotProductAttention, NWKernelRegression
-from .linear import *  # noqa: F403  (the names in linear.__all__)
-from .lmtask import copying_scores, half_losses, head_scores, repeat_task, train_lm
-from .masking import causal_mask, masked_softmax, sequence_mask
-from .mla import MultiHeadLatentAttention
-from .multihead import MultiHeadAttention, merge_heads, multi_head_attention, repeat_kv_heads, split_heads
-from .plots import (
-    plot_accuracy_by_length,
-    plot_alignments,
-    plot_decoding_step,
-    plot_half_losses,
-    plot_head_patterns,
-    plot_head_scores,
-    plot_head_weights,
-    plot_history,
-    plot_io_cost,
-    plot_kernels,
-    plot_lagrange_basis,
-    plot_masking_demo,
-    plot_next_token,
-    plot_noisy_fit,
-    plot_nw_fit,
-    plot_pattern_gallery,
-    plot_peak_memory,
-    plot_query_weights,
-    plot_regression,
-    plot_rotation,
-    plot_saturation,
-    plot_self_attention_steps,
-    plot_tiles,
-    plot_time_per_token,
-    plot_transformer_attention,
-    plot_weight_comparison,
-    plot_worked_example,
-    show_heatmaps,
-    show_matrix,
-)
-from .plots.decoder import plot_cache_bytes
-from .plots.linear import *  # noqa: F403  (the names in plots.linear.__all__)
-from .plots.rotary import *  # noqa: F403  (the names in plots.rotary.__all__)
-from .positional import frequencies, positional_encoding, rotation_matrix
-from .rotary import *  # noqa: F403  (the names in rotary.__all__)
-from .scaling import dot_product_variance, mean_entropy
-from .scoring import additive_scores, attention_pooling, dot_product_scores, scaled_dot_product_attention
-from .selfattention import SelfAttentionSteps, self_attention_steps
-from .seq2seq import AttentionDecoder, RNNDecoder, RNNSeq2Seq, Seq2SeqEncoder
-from .training import History, accuracy_by_length, sequence_accuracy, train_seq2seq
-from .transformer import (
-    AddNorm,
-    DecoderBlock,
-    EncoderBlock,
-    PositionWiseFFN,
-    TransformerSeq2Seq,
-)
-from .widgets import slider_panel
+import sys
+
+from . import checks, data, tasks  # namespaces, used as ac.checks.check_..., ac.data.toy_regression, ac.tasks.encode
+
+# The topic modules in course order, not sorted by name (``causal``, the decoder's attention layer, is used through
+# ``DecoderOnlyLM``).
+# isort: off
+from .pooling import *  # noqa: F403
+from .interpolation import *  # noqa: F403
+from .masking import *  # noqa: F403
+from .scoring import *  # noqa: F403
+from .scaling import *  # noqa: F403
+from .cost import *  # noqa: F403
+from .selfattention import *  # noqa: F403
+from .layers import *  # noqa: F403
+from .multihead import *  # noqa: F403
+from .positional import *  # noqa: F403
+from .seq2seq import *  # noqa: F403
+from .training import *  # noqa: F403
+from .transformer import *  # noqa: F403
+from .mla import *  # noqa: F403
+from .kvcache import *  # noqa: F403
+from .decoder import *  # noqa: F403
+from .generation import *  # noqa: F403
+from .lmdata import *  # noqa: F403
+from .lmtrain import *  # noqa: F403
+from .lmeval import *  # noqa: F403
+from .efficient import *  # noqa: F403
+from .rotary import *  # noqa: F403
+from .extrapolation import *  # noqa: F403
+from .linear import *  # noqa: F403
+from .delta_rule import *  # noqa: F403
+from .plots import *  # noqa: F403
+from .widgets import *  # noqa: F403
+# isort: on
 
 __version__ = "0.1.0"
 
+# The names of the topic modules above, each module's ``__all__`` in course order. A module is read from sys.modules:
+# the function ``delta_rule`` hides the module of that name.
+_MODULES = (
+    "pooling",
+    "interpolation",
+    "masking",
+    "scoring",
+    "scaling",
+    "cost",
+    "selfattention",
+    "layers",
+    "multihead",
+    "positional",
+    "seq2seq",
+    "training",
+    "transformer",
+    "mla",
+    "kvcache",
+    "decoder",
+    "generation",
+    "lmdata",
+    "lmtrain",
+    "lmeval",
+    "efficient",
+    "rotary",
+    "extrapolation",
+    "linear",
+    "delta_rule",
+    "plots",
+    "widgets",
+)
 __all__ = [
-    "KERNELS",
-    "SelfAttentionSteps",
-    "AdditiveAttention",
-    "DotProductAttention",
-    "MultiHeadAttention",
-    "MultiHeadLatentAttention",
-    "copying_scores",
-    "plot_cache_bytes",
-    "NWKernelRegression",
-    "additive_scores",
-    "attention_cost",
-    "attention_pooling",
-    "boxcar",
-    "causal_mask",
     "checks",
-    "constant",
-    "curve_mean_var",
     "data",
-    "dot_product_scores",
-    "dot_product_variance",
-    "epanechnikov",
-    "frequencies",
-    "gaussian",
-    "lagrange_basis",
-    "loglog_slope",
-    "masked_softmax",
-    "mean_entropy",
-    "merge_heads",
-    "multi_head_attention",
-    "nadaraya_watson",
-    "pattern_scores",
-    "plot_kernels",
-    "plot_head_weights",
-    "plot_lagrange_basis",
-    "plot_masking_demo",
-    "plot_noisy_fit",
-    "plot_pattern_gallery",
-    "plot_nw_fit",
-    "plot_query_weights",
-    "plot_regression",
-    "plot_rotation",
-    "plot_saturation",
-    "plot_self_attention_steps",
-    "plot_weight_comparison",
-    "plot_worked_example",
-    "positional_encoding",
-    "rotation_matrix",
-    "scaled_dot_product_attention",
-    "self_attention_steps",
-    "sequence_mask",
-    "show_heatmaps",
-    "show_matrix",
-    "slider_panel",
-    "split_heads",
-    "AttentionDecoder",
-    "RNNDecoder",
-    "RNNSeq2Seq",
-    "Seq2SeqEncoder",
-    "History",
-    "accuracy_by_length",
-    "plot_accuracy_by_length",
-    "plot_alignments",
-    "plot_decoding_step",
-    "plot_history",
-    "sequence_accuracy",
-    "train_seq2seq",
-    "AddNorm",
-    "DecoderBlock",
-    "EncoderBlock",
-    "PositionWiseFFN",
-    "TransformerSeq2Seq",
     "tasks",
-    "plot_transformer_attention",
-    "block_counts",
-    "flash_attention",
-    "io_cost",
-    "online_softmax",
-    "peak_memory",
-    "plot_io_cost",
-    "plot_peak_memory",
-    "plot_tiles",
-    "DecoderOnlyLM",
-    "KVCache",
-    "generate",
-    "half_losses",
-    "head_scores",
-    "kv_cache_bytes",
-    "next_token_probs",
-    "repeat_kv_heads",
-    "repeat_task",
-    "train_lm",
-    "time_per_token",
-    "plot_half_losses",
-    "plot_head_patterns",
-    "plot_head_scores",
-    "plot_next_token",
-    "plot_time_per_token",
-    *rotary.__all__,
-    *linear.__all__,
-    *plots.rotary.__all__,
-    *plots.linear.__all__,
+    *(name for module in _MODULES for name in sys.modules[f"{__name__}.{module}"].__all__),
 ]

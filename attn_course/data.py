@@ -8,12 +8,12 @@
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import torch
 
-from ._validate import require_float, require_float_dtype, require_int, require_nonnegative, require_number
+from ._validate import require_float_dtype
+from ._validate.args import require_curve_input, require_regression_args, require_samples_args
 
 __all__ = [
     "true_function",
@@ -28,8 +28,7 @@ __all__ = [
 
 def true_function(x: torch.Tensor) -> torch.Tensor:
     """The curve behind the toy data: ``y = 2 sin(x) + x^0.8`` (for x >= 0)."""
-    require_float(x, "x")
-    require_nonnegative(x, "x", "x^0.8 has no real value below 0")
+    require_curve_input(x)
     return 2 * torch.sin(x) + x**0.8
 
 
@@ -60,12 +59,7 @@ def toy_regression(
         seed: seed of a private ``torch.Generator``: the same arguments give the same data.
         dtype: floating dtype of every returned tensor.
     """
-    require_int(n_train, "n_train")
-    require_number(noise, "noise", ">= 0 (a standard deviation)", lambda v: v >= 0)
-    x_max = require_number(x_max, "x_max", "> 0", lambda v: v > 0)
-    step = require_number(step, "step", f"in (0, x_max = {x_max})", lambda v: 0 < v < x_max)
-    require_int(seed, "seed", 0)
-    require_float_dtype(dtype)
+    x_max, step = require_regression_args(n_train, noise, x_max, step, seed, dtype)
     gen = torch.Generator().manual_seed(seed)
     x_train, _ = torch.sort(torch.rand(n_train, generator=gen, dtype=torch.float64) * x_max)
     y_train = true_function(x_train) + noise * torch.randn(n_train, generator=gen, dtype=torch.float64)
@@ -85,11 +79,7 @@ def noisy_samples(
 
     Evenly spaced nodes are where polynomial interpolation oscillates most (Runge's phenomenon).
     """
-    require_int(n, "n", 2)
-    require_number(noise, "noise", ">= 0 (a standard deviation)", lambda v: v >= 0)
-    if not 0 <= x_min < x_max < math.inf:
-        raise ValueError(f"need 0 <= x_min < x_max, got x_min={x_min!r}, x_max={x_max!r}")
-    require_float_dtype(dtype)
+    require_samples_args(n, noise, x_min, x_max, dtype)
     gen = torch.Generator().manual_seed(seed)
     x = torch.linspace(x_min, x_max, n, dtype=torch.float64)
     y = true_function(x) + noise * torch.randn(n, generator=gen, dtype=torch.float64)

@@ -29,7 +29,6 @@ from ._validate import (
     LOW_PRECISION,
     require_attention_inputs,
     require_block_grid,
-    require_causal_window,
     require_no_overflow,
     require_row_scores,
 )
@@ -95,12 +94,6 @@ def block_counts(
     )
     total = math.ceil(num_queries / block_size) * math.ceil(num_keys / block_size)
     return {"computed": computed, "skipped": total - computed, "total": total}
-
-
-def _require_causal_sizes(num_queries: int, num_keys: int, causal, window) -> int:
-    """Check ``causal`` and ``window``; return the offset K - Q of the bottom-right alignment (``plots.efficient``)."""
-    require_causal_window(causal, window)
-    return num_keys - num_queries  # negative when Q > K: the first Q - K queries see no key
 
 
 def _tile_step(q_block, k_block, v_block, allowed, running_max, running_sum, acc):

@@ -15,7 +15,7 @@ import time
 import torch
 from torch import nn
 
-from ._validate_lm import require_generate_args, require_sampling, require_timing_args
+from ._validate.lm import require_generate_args, require_sampling, require_timing_args
 from .kvcache import KVCache
 
 __all__ = ["next_token_probs", "generate", "time_per_token"]
@@ -53,8 +53,8 @@ def generate(
         model: a ``DecoderOnlyLM`` (any module called as ``model(tokens, cache)`` with ``.blocks`` and
             ``.vocab_size``). It is run in evaluation mode, then put back in the mode it was in.
         temperature, top_k: as in :func:`next_token_probs`; temperature 0 is greedy decoding.
-        use_cache: feed only the newest token, reusing the keys and values of the others (a ``KVCache``), or
-            feed the whole sequence again at every step. Both give the same tokens.
+        use_cache: feed only the newest token, reusing what each layer kept of the others (a ``KVCache``: keys and
+            values, or MLA's latents), or feed the whole sequence again at every step. Both give the same tokens.
         generator: the random generator of the draws (None: PyTorch's global one).
     """
     require_generate_args(model, prompt, max_new_tokens, temperature, top_k, use_cache, generator)

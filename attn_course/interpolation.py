@@ -10,9 +10,32 @@ from __future__ import annotations
 
 import torch
 
-from ._validate import require_curve
+from ._validate import require_curve, require_lagrange_inputs
 
-__all__ = ["curve_mean_var"]
+__all__ = ["lagrange_basis", "curve_mean_var"]
+
+
+def lagrange_basis(x: torch.Tensor, nodes: torch.Tensor) -> torch.Tensor:
+    """Lagrange basis polynomials ``l_i(x) = prod_{j != i} (x - x_j) / (x_i - x_j)``.
+
+    Args:
+        x: (X,) points where the basis is evaluated.
+        nodes: (N,) distinct interpolation nodes ``x_i``.
+
+    Returns:
+        (X, N): entry ``[a, i]`` is ``l_i(x[a])``; it is 1 at ``x = x_i`` and 0 at the other nodes,
+        and every row sums to 1 (the basis interpolates the constant function 1).
+        Interpolation of values ``y`` is ``lagrange_basis(x, nodes) @ y``.
+    """
+    require_lagrange_inputs(x, nodes)
+    n = nodes.shape[0]
+    gaps = nodes.unsqueeze(1) - nodes.unsqueeze(0)  # (N, N): x_i - x_j
+    off_diag = ~torch.eye(n, dtype=torch.bool, device=nodes.device)  # (N, N)
+    factors = (x.unsqueeze(1) - nodes.unsqueeze(0)).unsqueeze(1)  # (X, 1, N): x - x_j
+    # (X, N, N): (x - x_j) / (x_i - x_j); the diagonal (j == i) divides by 1, not 0, so no gradient is NaN
+    factors = factors / torch.where(off_diag, gaps, torch.ones_like(gaps)).unsqueeze(0)
+    factors = torch.where(off_diag, factors, torch.ones_like(factors))  # j == i contributes 1
+    return factors.prod(-1)  # (X, N)
 
 
 def curve_mean_var(x: torch.Tensor, f: torch.Tensor) -> tuple[float, float]:

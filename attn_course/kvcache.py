@@ -1,15 +1,18 @@
-"""The KV cache of a decoder-only model (notebook 09): the keys and values of every position seen so far.
+"""The KV cache of a decoder-only model (notebook 09): what each layer keeps of every position seen so far.
 
 Generating token ``t + 1`` needs the attention of the newest position only: its query against the keys and
 values of positions ``0..t``. Causal masking means that the keys and values of the earlier positions never
 change when a token is appended, so they are computed once and kept, per layer. A step then costs one position's
 projections plus one row of attention, instead of the whole prefix again.
 
-Multi-head latent attention (``attn_course.mla``) keeps, per layer, one latent ``c_t`` of size ``d_c`` and one RoPE
-key of size ``d_R`` per position instead (:meth:`KVCache.update_latent`), shared by all heads.
+What a layer keeps is the attention layer's choice, passed by name to :meth:`KVCache.update`: multi-head and
+grouped-query attention (``attn_course.causal``) keep keys and values ``k``, ``v`` (B, G, K, dh); multi-head latent
+attention (``attn_course.mla``) keeps one latent ``c_t`` of size ``d_c`` and one RoPE key of size ``d_R`` per position,
+shared by all heads (``latent``, ``rope_key``: (B, 1, K, d_c), (B, 1, K, d_R)). The cache only appends along the
+position axis 2, drops positions that a sliding window no longer shows, and counts bytes.
 
-Shapes: ``B`` batch, ``G`` key/value heads, ``K`` positions kept, ``dh`` head size, ``L`` layers, ``d_c`` latent
-size, ``d_R`` RoPE key size.
+Shapes: ``B`` batch, ``G`` key/value heads, ``K`` positions kept, ``T`` positions added, ``dh`` head size, ``L``
+layers, ``d_c`` latent size, ``d_R`` RoPE key size.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 import torch
 
 from ._validate import require_int
-from ._validate_models import require_cache_size_args, require_kv_update, require_latent_update
+from ._validate.lm import require_cache_size_args, require_cache_update
 
 __all__ = ["KVCache", "kv_cache_bytes"]
 
@@ -48,21 +51,21 @@ def kv_cache_bytes(
 
 
 class KVCache:
-    """Per layer, the keys and values (B, G, K, dh) of the positions kept, and those positions (K,).
+    """Per layer, the tensors its attention keeps (by name, positions on axis 2), and the positions kept (K,).
 
-    ``DecoderOnlyLM.forward(tokens, cache)`` reads and extends it: each layer calls :meth:`update` with the new
-    positions' keys and values and attends to everything returned; after the last layer the model calls
-    :meth:`advance`, which records the new positions and, with a sliding window, drops the keys no later query may
-    see (all but the ``sinks`` first positions and the ``window - 1`` most recent).
+    ``DecoderOnlyLM.forward(tokens, cache)`` reads and extends it: each layer's attention calls :meth:`update` with
+    what it keeps of the new positions and attends to everything returned; after the last layer the model calls
+    :meth:`advance`, which records the new positions and, with a sliding window, drops the positions no later query
+    may see (all but the ``sinks`` first positions and the ``window - 1`` most recent).
 
     Args:
-        num_layers: L, one slot per layer.
+        num_layers: L, one slot per layer. ``layers[l]`` is a dict, name -> tensor, empty until layer ``l`` keeps
+            something (``{"k": (B, G, K, dh), "v": (B, G, K, dh)}`` for multi-head attention).
     """
 
     def __init__(self, num_layers: int):
         self.num_layers = require_int(num_layers, "num_layers")
-        self.keys: list[torch.Tensor | None] = [None] * num_layers
-        self.values: list[torch.Tensor | None] = [None] * num_layers
+        self.layers: list[dict[str, torch.Tensor]] = [{} for _ in range(num_layers)]
         self.positions: torch.Tensor | None = None  # (K,) int64: the position of every key kept
         self.next_position = 0  # the position of the next token fed in
 
@@ -74,40 +77,27 @@ class KVCache:
         """The positions of the keys the new positions attend to: those kept, then the new ones. (K + T,)"""
         return new_positions if self.positions is None else torch.cat([self.positions, new_positions])
 
-    def update(self, layer: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Append one layer's new keys and values (B, G, T, dh); return all of them (B, G, K + T, dh)."""
-        require_kv_update(self, layer, k, v)
-        if self.keys[layer] is not None:
-            k = torch.cat([self.keys[layer], k], dim=2)  # (B, G, K, dh) + (B, G, T, dh) -> (B, G, K + T, dh)
-            v = torch.cat([self.values[layer], v], dim=2)
-        self.keys[layer], self.values[layer] = k, v
-        return k, v
-
-    def update_latent(self, layer: int, latent: torch.Tensor, rope_key: torch.Tensor):
-        """Multi-head latent attention's slot: append the new latents (B, 1, T, d_c) and RoPE keys (B, 1, T, d_R)
-        of one layer; return all of them, (B, 1, K + T, d_c) and (B, 1, K + T, d_R). They are kept where
-        :meth:`update` keeps keys and values, so :meth:`advance` and :meth:`nbytes` treat them alike."""
-        require_latent_update(self, layer, latent, rope_key)
-        kept = self.keys[layer]
-        if kept is not None:
-            latent = torch.cat([kept, latent], dim=2)  # (B, 1, K, d_c) + (B, 1, T, d_c) -> (B, 1, K + T, d_c)
-            rope_key = torch.cat([self.values[layer], rope_key], dim=2)  # (B, 1, K + T, d_R)
-        self.keys[layer], self.values[layer] = latent, rope_key
-        return latent, rope_key
+    def update(self, layer: int, **tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """Append one layer's new tensors (B, ., T, .), given by name (``k=..., v=...``), to those it keeps; return
+        all of them, (B, ., K + T, .), in the order given. A layer keeps the same names at every call."""
+        require_cache_update(self, layer, tensors)
+        kept = self.layers[layer]
+        self.layers[layer] = {
+            name: t if not kept else torch.cat([kept[name], t], dim=2)  # (B, ., K, .) + (B, ., T, .) on positions
+            for name, t in tensors.items()
+        }
+        return tuple(self.layers[layer].values())
 
     def advance(self, new_positions: torch.Tensor, window: int | None = None, sinks: int = 0) -> None:
-        """Record the positions just fed (T,); with a ``window``, drop the keys that no later query may see."""
+        """Record the positions just fed (T,); with a ``window``, drop the positions that no later query may see."""
         positions = self.key_positions(new_positions)  # (K + T,)
         self.next_position = int(new_positions[-1]) + 1
         if window is not None:
             keep = (positions < sinks) | (positions > self.next_position - window)  # the next query's window
             positions = positions[keep]
-            for layer in range(self.num_layers):
-                if self.keys[layer] is not None:
-                    self.keys[layer] = self.keys[layer][:, :, keep]  # (B, G, K', dh)
-                    self.values[layer] = self.values[layer][:, :, keep]
+            self.layers = [{name: t[:, :, keep] for name, t in kept.items()} for kept in self.layers]
         self.positions = positions
 
     def nbytes(self) -> int:
-        """The memory the keys and values take, in bytes."""
-        return sum(t.numel() * t.element_size() for t in self.keys + self.values if t is not None)
+        """The memory the kept tensors take, in bytes."""
+        return sum(t.numel() * t.element_size() for kept in self.layers for t in kept.values())

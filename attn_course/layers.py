@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from ._validate import require_additive_layer_inputs, require_choice, require_int, require_positive, require_probability
-from .kernels import KERNELS, nadaraya_watson
+from .pooling import KERNELS, nadaraya_watson
 from .scoring import additive_scores, attention_pooling, scaled_dot_product_attention
 
 __all__ = ["NWKernelRegression", "DotProductAttention", "AdditiveAttention"]

@@ -1,5 +1,4 @@
-"""Linear attention: the softmax kernel replaced by features, its recurrent and chunked forms, decay, the delta rule
-(notebook 12).
+"""Linear attention: the softmax kernel replaced by features, its recurrent and chunked forms, and decay (notebook 12).
 
 Attention as kernel regression (notebook 01) weighs value ``v_j`` by ``kappa(q, k_j) / sum_j kappa(q, k_j)``. When the
 kernel is a dot product of features, ``kappa(q, k) = phi(q) . phi(k)``, the sums can be taken before the query comes:
@@ -9,15 +8,17 @@ kernel is a dot product of features, ``kappa(q, k) = phi(q) . phi(k)``, the sums
 so the cost grows like ``N F V`` instead of ``N^2 D`` (Katharopoulos et al., 2020, "Transformers are RNNs"). Causal
 attention keeps running sums: ``S_t = gamma S_{t-1} + phi(k_t) v_t^T``, ``z_t = gamma z_{t-1} + phi(k_t)``, a
 recurrent network whose state does not grow (``gamma = 1``; a fixed ``gamma < 1`` decays S as RetNet does, though
-RetNet keeps no normaliser z: it normalises each head's output with GroupNorm). The delta rule (Widrow & Hoff, 1960;
-brought to linear Transformers by Schlag, Irie & Schmidhuber, 2021; DeltaNet) writes the error instead of the value:
-``S_t = S_{t-1} + beta_t k_t (v_t - S_{t-1}^T k_t)^T``.
+RetNet keeps no normaliser z: it normalises each head's output with GroupNorm). The delta rule, which writes the error
+instead of the value, is in ``delta_rule``.
+
+The feature map phi is the argument ``feature_map`` of every form: a name (``"elu"``, ``"relu"``) or a function;
+``apply_feature_map(x, kind)`` computes ``phi(x)`` for each kind of ``FEATURE_MAPS``.
 
 A zero normaliser (``phi(q)^T z = 0``: for example ``"relu"`` features of all-zero keys, or a query that sees no key)
 gives an output of zeros, as a softmax row with nothing to attend to does in ``masked_softmax``.
 
 Shapes: queries (B, Q, D), keys (B, K, D), values (B, K, V); F is the feature size (D for ``"elu"`` and ``"relu"``,
-``num_features`` for ``"favor"``); T = Q = K for the recurrent, chunked and delta-rule forms. float16 and bfloat16
+``num_features`` for ``"positive_random"``); T = Q = K for the recurrent and chunked forms. float16 and bfloat16
 are computed in float32 and returned in their own dtype. Inputs are never modified.
 """
 
@@ -28,34 +29,31 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from ._validate import LOW_PRECISION, require_bool, require_int, require_qkv
-from ._validate_rotary_linear import (
-    require_decay,
-    require_delta_inputs,
+from ._validate import LOW_PRECISION
+from ._validate.rotary_linear import (
     require_feature_args,
-    require_feature_map,
     require_features,
+    require_finite_output,
     require_finite_result,
-    require_steps,
+    require_linear_inputs,
 )
 
 __all__ = [
-    "feature_map",
+    "apply_feature_map",
     "linear_attention",
     "linear_attention_weights",
     "linear_attention_rnn",
     "linear_attention_chunked",
-    "delta_rule",
 ]
 
-FEATURE_MAPS = ("elu", "relu", "favor")
+FEATURE_MAPS = ("elu", "relu", "positive_random")  # the kinds of apply_feature_map
 
 
 def _work(x: torch.Tensor) -> torch.Tensor:
     return x.float() if x.dtype in LOW_PRECISION else x
 
 
-def feature_map(
+def apply_feature_map(
     x: torch.Tensor, kind: str = "elu", *, num_features: int | None = None, generator: torch.Generator | None = None
 ) -> torch.Tensor:
     """Features ``phi(x)`` with ``phi(q) . phi(k)`` as a kernel: (..., D) -> (..., F).
@@ -63,14 +61,14 @@ def feature_map(
     Args:
         x: (..., D) floating point, finite.
         kind: ``"elu"``: ``elu(x) + 1``, positive, F = D (Katharopoulos et al., 2020); ``"relu"``: ``max(x, 0)``,
-            F = D; ``"favor"``: positive random features ``exp(w_r . x - |x|^2 / 2) / sqrt(m)`` for ``m`` Gaussian
-            vectors ``w_r ~ N(0, I_D)``, not of unit length (Performer's FAVOR+, Choromanski et al., 2021), whose
-            dot products estimate
+            F = D; ``"positive_random"``: positive random features ``exp(w_r . x - |x|^2 / 2) / sqrt(m)`` for ``m``
+            Gaussian vectors ``w_r ~ N(0, I_D)``, drawn independently and not of unit length (the features of
+            Performer's FAVOR+, Choromanski et al., 2021, without its orthogonal draws), whose dot products estimate
             ``exp(q . k)`` without bias. Scale queries and keys by ``D ** -0.25`` first for the softmax's
             ``exp(q . k / sqrt(D))``.
-        num_features: m, with ``"favor"`` only (required there).
-        generator: the ``torch.Generator`` the vectors ``w_r`` are drawn from (``"favor"`` only, required): queries
-            and keys need the same ``w_r``, so give each call a generator in the same state. A row with
+        num_features: m, with ``"positive_random"`` only (required there).
+        generator: the ``torch.Generator`` the vectors ``w_r`` are drawn from (``"positive_random"`` only, required):
+            queries and keys need the same ``w_r``, so give each call a generator in the same state. A row with
             ``|x|^2 / 2`` far above every ``w . x`` (``|x|`` much larger than ``sqrt(D)``) has features that all
             underflow to 0, so its normaliser is 0 and attention gives it zeros: scale such inputs down.
 
@@ -79,36 +77,29 @@ def feature_map(
     """
     require_feature_args(x, kind, num_features, generator, FEATURE_MAPS)
     work = _work(x)
-    if kind != "favor":
+    if kind != "positive_random":
         phi = F.elu(work) + 1 if kind == "elu" else F.relu(work)  # (..., D)
         return phi.to(x.dtype)
-    w = torch.randn(num_features, x.shape[-1], generator=generator, dtype=work.dtype)  # (m, D): the vectors w_r
-    w = w.to(x.device)
+    w = torch.randn(num_features, x.shape[-1], generator=generator, dtype=work.dtype).to(x.device)  # (m, D): w_r
     exponent = work @ w.T - (work * work).sum(-1, keepdim=True) / 2  # (..., D) x (D, m) -> (..., m)
     phi = torch.exp(exponent) / num_features**0.5  # (..., m)
-    overflow = f"x is too large for kind='favor': exp(w . x - |x|^2 / 2) overflowed {work.dtype}; scale x down"
+    overflow = (
+        f"x is too large for kind='positive_random': exp(w . x - |x|^2 / 2) overflowed {work.dtype}; scale x down"
+    )
     return require_finite_result(phi, overflow).to(x.dtype)
 
 
-def _features(x: torch.Tensor, feature_map_, name: str) -> torch.Tensor:
-    """``phi(x)`` for a kind name ("elu", "relu") or a function (..., D) -> (..., F) such as a seeded FAVOR+ map."""
-    require_feature_map(feature_map_)
-    if callable(feature_map_):
-        return _work(require_features(feature_map_(x), x, name).to(x.dtype))
-    return _work(feature_map(x, feature_map_))
+def _features(x: torch.Tensor, feature_map, name: str) -> torch.Tensor:
+    """``phi(x)`` for a kind name ("elu", "relu") or a function (..., D) -> (..., F) such as seeded random features."""
+    if callable(feature_map):
+        return _work(require_features(feature_map(x), x, name).to(x.dtype))
+    return _work(apply_feature_map(x, feature_map))
 
 
 def _read(numerator: torch.Tensor, denominator: torch.Tensor) -> torch.Tensor:
     """numerator (..., V) / denominator (...,), zeros where the denominator is 0 (nothing seen, or zero features)."""
     safe = torch.where(denominator == 0, torch.ones_like(denominator), denominator)
     return torch.where((denominator == 0).unsqueeze(-1), 0.0, numerator / safe.unsqueeze(-1))
-
-
-def _finite(out: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """``out`` in ``dtype``, or a ValueError when a sum overflowed (finite input so large that phi(q) . phi(k) is
-    infinite): never a NaN from finite input."""
-    overflow = f"the features' dot products overflowed {dtype} (queries, keys or values too large); scale them down"
-    return require_finite_result(out.to(dtype), overflow)
 
 
 def linear_attention_weights(
@@ -132,8 +123,7 @@ def linear_attention_weights(
     Returns:
         (B, Q, K) weights of the dtype of ``queries``; each row sums to 1, or is all zeros when its normaliser is 0.
     """
-    require_qkv(queries, keys, keys)
-    gamma = require_decay(decay, causal)
+    gamma = require_linear_inputs(queries, keys, keys, feature_map, causal=causal, decay=decay)
     phi_q, phi_k = _features(queries, feature_map, "queries"), _features(keys, feature_map, "keys")
     scores = phi_q @ phi_k.transpose(-2, -1)  # (B, Q, F) x (B, F, K) -> (B, Q, K)
     num_q, num_k = queries.shape[1], keys.shape[1]
@@ -145,7 +135,7 @@ def linear_attention_weights(
         scores = scores * factor
     total = scores.sum(-1, keepdim=True)  # (B, Q, 1)
     weights = torch.where(total == 0, 0.0, scores / torch.where(total == 0, 1.0, total))
-    return _finite(weights, queries.dtype)
+    return require_finite_output(weights, queries.dtype)
 
 
 def linear_attention(
@@ -162,22 +152,22 @@ def linear_attention(
     Args:
         queries: (B, Q, D); keys: (B, K, D); values: (B, K, V); one floating dtype, finite.
         feature_map: ``"elu"`` (elu + 1), ``"relu"``, or a function (..., D) -> (..., F) applied to queries and keys
-            (for FAVOR+: ``lambda x: feature_map(x, "favor", num_features=m, generator=<a freshly seeded one>)``).
+            (for random features: ``lambda x: apply_feature_map(x, "positive_random", num_features=m,
+            generator=<a freshly seeded one>)``).
         causal: the sums run over the keys that ``causal_mask(Q, K)`` allows (key ``j <= i + K - Q``), as running
             sums over the keys; a query that sees no key gives zeros.
 
     Returns:
         (B, Q, V) of the dtype of ``queries``; zeros where the normaliser is 0 (see the module docstring).
     """
-    require_qkv(queries, keys, values)
-    require_bool(causal, "causal")
+    require_linear_inputs(queries, keys, values, feature_map, causal=causal)
     phi_q, phi_k = _features(queries, feature_map, "queries"), _features(keys, feature_map, "keys")  # (B, Q/K, F)
     v = _work(values)
     if not causal:
         state = phi_k.transpose(-2, -1) @ v  # (B, F, K) x (B, K, V) -> (B, F, V)
         norm = phi_k.sum(1)  # (B, F)
         out = _read(phi_q @ state, (phi_q * norm.unsqueeze(1)).sum(-1))  # (B, Q, V)
-        return _finite(out, queries.dtype)
+        return require_finite_output(out, queries.dtype)
     num_q, num_k = queries.shape[1], keys.shape[1]
     states = torch.cumsum(phi_k.unsqueeze(-1) * v.unsqueeze(-2), dim=1)  # (B, K, F, V): S after each key
     norms = torch.cumsum(phi_k, dim=1)  # (B, K, F): z after each key
@@ -186,7 +176,7 @@ def linear_attention(
     state, norm = states[:, seen], norms[:, seen]  # (B, Q, F, V), (B, Q, F)
     numerator = (phi_q.unsqueeze(-1) * state).sum(-2)  # (B, Q, V)
     denominator = (phi_q * norm).sum(-1) * (last >= 0)  # (B, Q): 0 for a query before every key
-    return _finite(_read(numerator, denominator), queries.dtype)
+    return require_finite_output(_read(numerator, denominator), queries.dtype)
 
 
 def linear_attention_rnn(
@@ -211,8 +201,7 @@ def linear_attention_rnn(
     Returns:
         ``(outputs (B, T, V), S (B, F, V), z (B, F))``, the state after the last step; the dtype of ``queries``.
     """
-    require_steps(queries, keys, values)
-    gamma = require_decay(decay)
+    gamma = require_linear_inputs(queries, keys, values, feature_map, decay=decay, steps=True)
     phi_q, phi_k = _features(queries, feature_map, "queries"), _features(keys, feature_map, "keys")  # (B, T, F)
     v = _work(values)
     batch, steps, size = phi_k.shape
@@ -225,7 +214,7 @@ def linear_attention_rnn(
         q = phi_q[:, t]  # (B, F)
         outputs.append(_read((q.unsqueeze(-1) * state).sum(1), (q * norm).sum(-1)))  # (B, V)
     out = torch.stack(outputs, dim=1) if outputs else v.new_zeros(batch, 0, v.shape[-1])  # (B, T, V)
-    return _finite(out, queries.dtype), _finite(state, queries.dtype), _finite(norm, queries.dtype)
+    return tuple(require_finite_output(t, queries.dtype) for t in (out, state, norm))  # (B, T, V), (B, F, V), (B, F)
 
 
 def linear_attention_chunked(
@@ -249,8 +238,7 @@ def linear_attention_chunked(
     Returns:
         (B, T, V) of the dtype of ``queries``.
     """
-    require_steps(queries, keys, values)
-    require_int(chunk_size, "chunk_size")
+    require_linear_inputs(queries, keys, values, feature_map, steps=True, chunk_size=chunk_size)
     phi_q, phi_k = _features(queries, feature_map, "queries"), _features(keys, feature_map, "keys")  # (B, T, F)
     v = _work(values)
     batch, steps, size = phi_k.shape
@@ -265,37 +253,4 @@ def linear_attention_chunked(
         out[:, start : start + chunk_size] = _read(numerator, denominator.squeeze(-1))
         state = state + k.transpose(-2, -1) @ vc  # (B, F, c) x (B, c, V) -> (B, F, V)
         norm = norm + k.sum(1)  # (B, F)
-    return _finite(out, queries.dtype)
-
-
-def delta_rule(
-    queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, beta: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The delta rule: ``S_t = S_{t-1} + beta_t k_t (v_t - S_{t-1}^T k_t)^T``, ``o_t = S_t^T q_t``, S_0 = 0.
-
-    ``S_{t-1}^T k_t`` is what the memory returns for ``k_t`` before the write; the rule stores the error, so with
-    ``beta_t = 1`` and a unit key the memory returns ``v_t`` for ``k_t`` afterwards: a key written twice is
-    overwritten, not summed. It is Widrow & Hoff's (1960) rule, one step of gradient descent on
-    ``|S^T k_t - v_t|^2 / 2``, brought to linear Transformers by Schlag, Irie & Schmidhuber (2021; DeltaNet). It edits
-    what is stored for a key; it adds no room to the (D, V) state. The keys are used as given (normalise them for that
-    guarantee) and there is no normaliser.
-
-    Args:
-        queries: (B, T, D); keys: (B, T, D); values: (B, T, V); one floating dtype, finite.
-        beta: (B, T), the writing strength of each step, in [0, 1], the dtype of ``queries``.
-
-    Returns:
-        ``(outputs (B, T, V), S (B, D, V))`` in the dtype of ``queries``.
-    """
-    require_delta_inputs(queries, keys, values, beta)
-    q, k, v, b = (_work(t) for t in (queries, keys, values, beta))
-    batch, steps, size = k.shape
-    state = k.new_zeros(batch, size, v.shape[-1])  # (B, D, V)
-    outputs = []
-    for t in range(steps):
-        recalled = (k[:, t].unsqueeze(-1) * state).sum(1)  # (B, D, 1) * (B, D, V) -> (B, V): S_{t-1}^T k_t
-        error = v[:, t] - recalled  # (B, V)
-        state = state + b[:, t, None, None] * k[:, t, :, None] * error[:, None, :]  # (B, D, V)
-        outputs.append((q[:, t].unsqueeze(-1) * state).sum(1))  # (B, V): S_t^T q_t
-    out = torch.stack(outputs, dim=1) if outputs else v.new_zeros(batch, 0, v.shape[-1])  # (B, T, V)
-    return _finite(out, queries.dtype), _finite(state, queries.dtype)
+    return require_finite_output(out, queries.dtype)

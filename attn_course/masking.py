@@ -1,8 +1,11 @@
-"""Masks and the masked softmax: attend only to the keys that are really there.
+"""Masks and the masked softmax: attend only to the keys that are really there; patterns to read in heatmaps.
 
-Notebooks 03 (scoring functions) and 05 (masking and heatmaps).
+Notebooks 03 (scoring functions) and 05 (masking and heatmaps; its figures: ``plots.masking``).
 
 Polarity, everywhere in the course: a boolean mask is ``True`` where a query *may attend*.
+
+In a heatmap of attention weights rows are queries and columns are keys. ``pattern_scores`` makes the typical
+patterns from constructed scores, so that each picture has a known cause.
 """
 
 from __future__ import annotations
@@ -11,9 +14,10 @@ import math
 
 import torch
 
-from ._validate import require_int, require_masking, require_scores, require_valid_lens
+from ._validate import require_masking, require_scores
+from ._validate.args import require_causal_sizes, require_lens_and_keys, require_pattern_args
 
-__all__ = ["sequence_mask", "causal_mask", "masked_softmax"]
+__all__ = ["sequence_mask", "causal_mask", "masked_softmax", "pattern_scores"]
 
 
 def sequence_mask(valid_lens: torch.Tensor, num_keys: int) -> torch.Tensor:
@@ -26,8 +30,7 @@ def sequence_mask(valid_lens: torch.Tensor, num_keys: int) -> torch.Tensor:
     Returns:
         bool tensor of shape ``valid_lens.shape + (K,)``; ``True`` = may attend.
     """
-    require_int(num_keys, "num_keys", 0)
-    require_valid_lens(valid_lens, num_keys, tuple(valid_lens.shape) if isinstance(valid_lens, torch.Tensor) else ())
+    require_lens_and_keys(valid_lens, num_keys)
     positions = torch.arange(num_keys, device=valid_lens.device)  # (K,)
     return positions < valid_lens.unsqueeze(-1)  # (..., 1) vs (K,) -> (..., K)
 
@@ -46,10 +49,7 @@ def causal_mask(
     Returns:
         bool (Q, K), ``True`` on and below the diagonal: may attend.
     """
-    require_int(num_queries, "num_queries")
-    num_keys = (
-        num_queries if num_keys is None else require_int(num_keys, "num_keys", num_queries, low_name="num_queries")
-    )
+    num_keys = require_causal_sizes(num_queries, num_keys)
     return torch.ones(num_queries, num_keys, dtype=torch.bool, device=device).tril(diagonal=num_keys - num_queries)
 
 
@@ -93,3 +93,31 @@ def softmax_over_allowed(scores: torch.Tensor, valid_lens=None, mask=None) -> to
     # -inf, as in torch's own masking: exp(-inf) is exactly 0, so masked weights are exactly 0.
     weights = torch.softmax(scores.masked_fill(blocked, -math.inf), dim=-1)  # (B, Q, K); scores stay as they are
     return weights.masked_fill(empty, 0.0)  # rows with nothing allowed: zeros
+
+
+PATTERNS = ("diagonal", "previous token", "uniform", "first token")
+
+
+def pattern_scores(kind: str, n: int = 6, strength: float = 4.0) -> torch.Tensor:
+    """Scores (n, n) whose softmax shows one typical pattern.
+
+    * ``"diagonal"``: each token attends to itself.
+    * ``"previous token"``: each token attends to the one before it (the first token to itself).
+    * ``"uniform"``: every score equal, so every weight is 1/n.
+    * ``"first token"``: every token attends to the first one (an "attention sink" in trained models).
+
+    Args:
+        kind: one of ``PATTERNS``.
+        n: number of tokens.
+        strength: the score given to the favoured key (others get 0); larger means sharper.
+    """
+    strength = require_pattern_args(kind, n, strength, PATTERNS)
+    scores = torch.zeros(n, n)
+    rows = torch.arange(n)
+    if kind == "diagonal":
+        scores[rows, rows] = strength
+    elif kind == "previous token":
+        scores[rows, (rows - 1).clamp(min=0)] = strength
+    elif kind == "first token":
+        scores[:, 0] = strength
+    return scores

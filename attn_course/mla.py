@@ -10,13 +10,14 @@ shared by the heads, carries the position, and each head gets a matching query p
 (decoupled RoPE). The cache keeps ``c_t`` and ``k^R_t``: ``d_c + d_R`` numbers per position and layer.
 
 *Weight absorption.* ``q_h . (W_UK_h c_j) = (W_UK_h^T q_h) . c_j``: turn each query into the latent space once and
-score it against the cached latents directly, never building the keys. Likewise ``W_O`` of the heads' outputs
-``W_UV_h (sum_j a_hj c_j)`` folds ``W_UV_h`` into ``W_O``. ``forward(..., absorbed=True)`` computes this way; it
+score it against the cached latents directly, never building the keys. Likewise ``W_o`` of the heads' outputs
+``W_UV_h (sum_j a_hj c_j)`` folds ``W_UV_h`` into ``W_o``. ``forward(..., absorbed=True)`` computes this way; it
 gives the same output as the plain way to float rounding.
 
 Names as in DeepSeek-V2 (2024): ``W_DKV`` (down-projection to the latent), ``W_UK``, ``W_UV`` (up-projections per
 head), ``W_Q`` (queries; the paper also compresses them, ``W_DQ`` / ``W_UQ``, which saves training memory, not
-cache), ``W_QR`` and ``W_KR`` (the decoupled RoPE parts) and ``W_O``.
+cache), ``W_QR`` and ``W_KR`` (the decoupled RoPE parts); the paper's ``W^O`` is ``W_o``, the name of the output
+projection in every attention layer of the course (``attn_course.causal`` describes the interface they share).
 
 Shapes: ``B`` batch, ``T`` positions fed in this call, ``K`` positions attended to (cached, then new), ``D`` model
 size, ``H`` heads, ``dh`` head size, ``d_c`` latent size, ``d_R`` RoPE part size.
@@ -29,8 +30,7 @@ import math
 import torch
 from torch import nn
 
-from ._validate import require_positions
-from ._validate_models import require_latent_sizes, require_layer_input, require_score_terms
+from ._validate.models import require_latent_sizes, require_self_attention_input
 from .rotary import apply_rope
 
 __all__ = ["MultiHeadLatentAttention"]
@@ -48,15 +48,16 @@ class MultiHeadLatentAttention(nn.Module):
 
     - ``positions`` (T,): the positions of ``x``'s rows (default: the next ones after the cache's, else 0..T-1);
       they rotate the RoPE part.
-    - ``cache``: a :class:`~attn_course.kvcache.KVCache`; slot ``layer`` gets the new latents and RoPE keys and
-      the attention reads all of them (the caller advances the cache, as ``DecoderOnlyLM`` does).
-    - ``absorbed``: score queries against the latents (``W_UK`` folded into the query side, ``W_UV`` into ``W_O``)
+    - ``cache``: a :class:`~attn_course.kvcache.KVCache`; slot ``layer`` gets the new latents and RoPE keys (names
+      ``latent`` and ``rope_key``, (B, 1, T, d_c) and (B, 1, T, d_R)) and the attention reads all of them (the
+      caller advances the cache, as ``DecoderOnlyLM`` does).
+    - ``absorbed``: score queries against the latents (``W_UK`` folded into the query side, ``W_UV`` into ``W_o``)
       instead of building keys and values.
     - ``mask`` (T, K) bool, True = may attend (default causal); ``bias`` None or (H, T, K) added to the scores;
       ``keep_heads`` None or (H,), multiplies each head's output (0 switches a head off).
 
     Keeps the last weights in ``.attention_weights`` (B, H, T, K) and the heads' outputs in ``.head_outputs``
-    (B, H, T, dh), before ``W_O``.
+    (B, H, T, dh), before ``W_o``.
     """
 
     def __init__(self, num_hiddens: int, num_heads: int, latent_dim: int, *, rope_dim: int = 0, head_dim=None):
@@ -68,14 +69,14 @@ class MultiHeadLatentAttention(nn.Module):
         self.W_UK = nn.Linear(latent_dim, inner, bias=False)  # c_t -> the H keys
         self.W_UV = nn.Linear(latent_dim, inner, bias=False)  # c_t -> the H values
         self.W_Q = nn.Linear(num_hiddens, inner, bias=False)
-        self.W_O = nn.Linear(inner, num_hiddens, bias=False)
+        self.W_o = nn.Linear(inner, num_hiddens, bias=False)
         if rope_dim:
             self.W_QR = nn.Linear(num_hiddens, num_heads * rope_dim, bias=False)  # a RoPE query part per head
             self.W_KR = nn.Linear(num_hiddens, rope_dim, bias=False)  # one RoPE key, shared by the heads (cached)
         self.attention_weights: torch.Tensor | None = None
         self.head_outputs: torch.Tensor | None = None
 
-    def cache_values_per_token(self) -> int:
+    def numbers_cached_per_position(self) -> int:
         """d_c + d_R: the numbers one position adds to the cache of one layer."""
         return self.latent_dim + self.rope_dim
 
@@ -84,20 +85,12 @@ class MultiHeadLatentAttention(nn.Module):
         return weight.view(self.num_heads, size, self.latent_dim)
 
     def forward(self, x, positions=None, cache=None, absorbed=False, *, layer=0, mask=None, bias=None, keep_heads=None):
-        require_layer_input(x, self.W_Q.weight, self.num_heads, cache=cache, absorbed=absorbed, keep_heads=keep_heads)
-        T = x.shape[1]
-        if positions is None:  # the positions after those the cache holds
-            start = 0 if cache is None else cache.next_position
-            positions = torch.arange(start, start + T, device=x.device)
-        require_positions(positions, T)
-        k_pos = positions if cache is None else cache.key_positions(positions)  # (K,): the cached ones, then these
-        if mask is None:
-            mask = (positions.unsqueeze(1) - k_pos.unsqueeze(0)) >= 0  # (T, K) causal: never a later position
-        require_score_terms(mask, bias, self.num_heads, T, k_pos.shape[0])
-
+        positions, mask = require_self_attention_input(
+            x, self.W_Q.weight, self.num_heads, positions, cache, mask, bias, keep_heads, absorbed
+        )
         q, q_rope, latent, k_rope = self._project(x, positions)
         if cache is not None:
-            latent, k_rope = cache.update_latent(layer, latent, k_rope)  # (B, 1, K, d_c), (B, 1, K, d_R)
+            latent, k_rope = cache.update(layer, latent=latent, rope_key=k_rope)  # (B, 1, K, d_c), (B, 1, K, d_R)
         scores = self._scores(q, q_rope, latent, k_rope, absorbed)  # (B, H, T, K)
         if bias is not None:
             scores = scores + bias  # + (H, T, K)
@@ -134,22 +127,22 @@ class MultiHeadLatentAttention(nn.Module):
         return (scores + rope_scores) / math.sqrt(dh + self.rope_dim)
 
     def _plain_output(self, weights, latent, keep_heads) -> torch.Tensor:
-        """``W_O`` of the heads' ``sum_j a_hj W_UV_h c_j``: the values built, (B, H, T, K) -> (B, T, D)."""
+        """``W_o`` of the heads' ``sum_j a_hj W_UV_h c_j``: the values built, (B, H, T, K) -> (B, T, D)."""
         (B, H, T, K), dh = weights.shape, self.head_dim
         values = self.W_UV(latent[:, 0]).view(B, K, H, dh).transpose(1, 2)  # W_UV_h c_j: (B, H, K, dh)
         out = weights @ values  # (B, H, T, K) x (B, H, K, dh) -> (B, H, T, dh)
         if keep_heads is not None:
             out = out * keep_heads.view(1, H, 1, 1)  # 0 silences a head
         self.head_outputs = out.detach()
-        return self.W_O(out.transpose(1, 2).reshape(B, T, H * dh))  # (B, H, T, dh) -> (B, T, H * dh) -> (B, T, D)
+        return self.W_o(out.transpose(1, 2).reshape(B, T, H * dh))  # (B, H, T, dh) -> (B, T, H * dh) -> (B, T, D)
 
     def _absorbed_output(self, weights, latent, keep_heads) -> torch.Tensor:
-        """The same with ``W_UV`` folded into ``W_O``: the latents weighted, then ``W_O_h W_UV_h``: (B, T, D)."""
+        """The same with ``W_UV`` folded into ``W_o``: the latents weighted, then ``W_o_h W_UV_h``: (B, T, D)."""
         H, dh = self.num_heads, self.head_dim
         W_UV = self._heads(self.W_UV.weight, dh)  # (H, dh, d_c)
         mixed = weights @ latent  # (B, H, T, K) x (B, 1, K, d_c) -> (B, H, T, d_c): the latents, weighted
-        W_OUV = torch.einsum("ehd,hdc->ehc", self.W_O.weight.view(-1, H, dh), W_UV)  # W_O_h W_UV_h: (D, H, d_c)
+        W_oUV = torch.einsum("ehd,hdc->ehc", self.W_o.weight.view(-1, H, dh), W_UV)  # W_o_h W_UV_h: (D, H, d_c)
         if keep_heads is not None:
             mixed = mixed * keep_heads.view(1, H, 1, 1)  # 0 silences a head
         self.head_outputs = torch.einsum("hdc,bhtc->bhtd", W_UV, mixed).detach()  # (B, H, T, dh)
-        return torch.einsum("bhtc,ehc->bte", mixed, W_OUV)  # (B, T, D)
+        return torch.einsum("bhtc,ehc->bte", mixed, W_oUV)  # (B, T, D)

@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from ._validate import require_float_dtype, require_int, require_number
+from ._validate.args import require_frequency_args, require_rotation_args, require_steps_and_dtype
 
 __all__ = ["positional_encoding", "frequencies", "rotation_matrix"]
 
@@ -22,9 +22,7 @@ def frequencies(num_hiddens: int, base: float = 10000.0, dtype: torch.dtype = to
     Returns:
         (ceil(num_hiddens / 2),) one frequency per column pair, from 1 down towards ``1 / base``.
     """
-    require_int(num_hiddens, "num_hiddens", 1)
-    require_number(base, "base", "> 1", lambda v: v > 1)
-    require_float_dtype(dtype)
+    require_frequency_args(num_hiddens, base, dtype)
     j = torch.arange(0, num_hiddens, 2, dtype=dtype)  # 2j = 0, 2, 4, ...
     return base ** (-j / num_hiddens)
 
@@ -45,8 +43,7 @@ def positional_encoding(
     Returns:
         (T, D) tensor with entries in [-1, 1].
     """
-    require_int(num_steps, "num_steps", 1)
-    require_float_dtype(dtype)
+    require_steps_and_dtype(num_steps, dtype)
     omega = frequencies(num_hiddens, base)  # (ceil(D / 2),)
     angles = torch.arange(num_steps, dtype=torch.float64).unsqueeze(1) * omega  # (T, 1) * (D/2,) -> (T, D/2)
     encoding = torch.zeros(num_steps, num_hiddens, dtype=torch.float64)
@@ -61,7 +58,6 @@ def rotation_matrix(delta: float, omega: float, dtype: torch.dtype = torch.float
     ``[[cos(d w), sin(d w)], [-sin(d w), cos(d w)]] @ [sin(i w), cos(i w)] = [sin((i + d) w), cos((i + d) w)]``
     for every ``i``: it depends on the offset ``delta`` and the frequency only, not on the position.
     """
-    angle = require_number(delta, "delta") * require_number(omega, "omega")  # 0-d tensors too
-    require_float_dtype(dtype)
+    angle = require_rotation_args(delta, omega, dtype)  # 0-d tensors too
     c, s = math.cos(angle), math.sin(angle)
     return torch.tensor([[c, s], [-s, c]], dtype=dtype)

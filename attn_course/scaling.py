@@ -1,4 +1,4 @@
-"""Why dot-product scores are divided by sqrt(D): the numbers of notebook 03 (its figure: ``plots.scoring``).
+"""Why dot-product scores are divided by sqrt(D): the numbers of notebook 03 (its figure: ``plots.scaling``).
 
 For queries and keys with independent components of mean 0 and variance 1, the dot product
 ``q . k`` has mean 0 and variance D. Large scores push the softmax towards a one-hot vector
@@ -12,22 +12,22 @@ from functools import lru_cache
 
 import torch
 
-from ._validate import require_float, require_int, require_positive
+from ._validate import require_float
+from ._validate.cost import require_entropy_args, require_variance_args
 
 __all__ = ["dot_product_variance", "mean_entropy"]
 
 
 def dot_product_variance(d: int, num_samples: int = 10_000, seed: int = 0) -> float:
     """Sample variance of ``q . k`` for ``q, k`` with independent standard normal components of size ``d``."""
-    require_int(d, "d")
-    require_int(num_samples, "num_samples", 2)
+    require_variance_args(d, num_samples)
     gen = torch.Generator().manual_seed(seed)
     q = torch.randn(num_samples, d, generator=gen, dtype=torch.float64)
     k = torch.randn(num_samples, d, generator=gen, dtype=torch.float64)
     return float((q * k).sum(-1).var())
 
 
-def _softmax_entropy(weights: torch.Tensor) -> torch.Tensor:
+def softmax_entropy(weights: torch.Tensor) -> torch.Tensor:
     """Entropy ``-sum_k w_k log w_k`` (in nats) of each row of weights over the last axis.
 
     0 for a one-hot row, ``log K`` for a uniform row over K keys. Zero weights contribute 0.
@@ -43,10 +43,6 @@ def _softmax_entropy(weights: torch.Tensor) -> torch.Tensor:
     return -(weights * torch.log(safe)).sum(-1)
 
 
-def _require_temperature(temperature) -> float:
-    return require_positive(temperature, "temperature")
-
-
 def mean_entropy(
     d: int, num_keys: int = 16, temperature: float = 1.0, scaled: bool = True, num_queries: int = 500, seed: int = 0
 ) -> float:
@@ -55,10 +51,8 @@ def mean_entropy(
     Scores are ``q . k / (temperature * sqrt(d))`` if ``scaled`` else ``q . k / temperature``. Results are
     cached (a slider revisits the same values); the arguments are checked before the cache is consulted.
     """
-    require_int(d, "d")
-    require_int(num_keys, "num_keys", 2)
-    require_int(num_queries, "num_queries")
-    return _mean_entropy(d, num_keys, _require_temperature(temperature), bool(scaled), num_queries, int(seed))
+    temperature = require_entropy_args(d, num_keys, temperature, num_queries)
+    return _mean_entropy(d, num_keys, temperature, bool(scaled), num_queries, int(seed))
 
 
 @lru_cache(maxsize=1024)
@@ -66,7 +60,7 @@ def _mean_entropy(d: int, num_keys: int, temperature: float, scaled: bool, num_q
     scores = _raw_scores(d, num_keys, num_queries, seed) / temperature  # (Q, K)
     if scaled:
         scores = scores / math.sqrt(d)
-    return float(_softmax_entropy(torch.softmax(scores, dim=-1)).mean())
+    return float(softmax_entropy(torch.softmax(scores, dim=-1)).mean())
 
 
 @lru_cache(maxsize=128)

@@ -18,8 +18,9 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from ._validate import require_choice, require_int, require_source, require_target
-from ._validate_models import require_decoder_choice, require_encoder_sizes
+from ._validate import require_choice, require_int, require_source
+from ._validate.args import require_greedy_call, require_seq2seq_call
+from ._validate.models import require_decoder_choice, require_encoder_sizes
 from .layers import AdditiveAttention
 from .masking import masked_softmax
 from .tasks import BOS, EOS, PAD, VOCAB_SIZE
@@ -159,8 +160,7 @@ class RNNSeq2Seq(nn.Module):
             self.decoder = RNNDecoder(embed_size, num_hiddens, vocab_size)
 
     def forward(self, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
-        require_source(src, src_len, self.vocab_size)
-        require_target(tgt_in, src, self.vocab_size)
+        require_seq2seq_call(src, src_len, tgt_in, self.vocab_size)
         state = self.decoder.init_state(*self.encoder(src, src_len), src_len)
         if tgt_in.shape[1] == 0:  # no target step: no logits
             return self.encoder.embedding.weight.new_zeros(src.shape[0], 0, self.vocab_size)  # (B, 0, C)
@@ -179,8 +179,7 @@ class RNNSeq2Seq(nn.Module):
         Returns the tokens (B, max_len), ``PAD`` after each sequence's ``EOS``, and the attention weights
         (B, max_len, S) of every step (None without attention).
         """
-        require_source(src, src_len, self.vocab_size)
-        require_int(max_len, "max_len")
+        require_greedy_call(src, src_len, max_len, self.vocab_size)
         state = self.decoder.init_state(*self.encoder(src, src_len), src_len)
         prev = torch.full((src.shape[0],), BOS, dtype=torch.long, device=src.device)
         done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)

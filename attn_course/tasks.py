@@ -17,6 +17,7 @@ from typing import NamedTuple
 import torch
 
 from ._validate import require_digit_string, require_int, require_nonempty_list, require_sequence
+from ._validate.args import require_task_args
 
 __all__ = [
     "PAD",
@@ -128,12 +129,9 @@ def reversal_task(
 
     The splits come from one seeded generator and never share a string.
     """
-    for name, value in (("num_train", num_train), ("num_valid", num_valid), ("num_test", num_test)):
-        require_int(value, name, 1)
-    require_int(min_len, "min_len", 1)
-    require_int(max_len, "max_len", min_len)
+    seed = require_task_args(num_train, num_valid, num_test, min_len, max_len, seed)
     total = num_train + num_valid + num_test
-    gen = torch.Generator().manual_seed(require_int(seed, "seed", 0))
+    gen = torch.Generator().manual_seed(seed)
     seen: set[str] = set()
     strings: list[str] = []
     for _ in range(100 * total):

@@ -7,14 +7,14 @@ has ``model.greedy(src, src_len, max_len) -> (tokens (B, max_len), weights)``. S
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
-from ._validate import require_instance, require_int, require_positive, require_seq2seq_model
+from ._validate import require_seq2seq_model
+from ._validate.args import require_batch, require_training_args
 from .tasks import EOS, PAD, Batch, Splits
 
 __all__ = [
@@ -56,18 +56,9 @@ def train_seq2seq(
     numbers as tensor by tensor, in less time. After each epoch the model is scored on ``data.valid`` (sequence
     accuracy, greedy decoding).
     """
-    require_seq2seq_model(model)
-    require_instance(data, "data", Splits, "the Splits of a task (e.g. tasks.reversal_task())")
-    require_int(epochs, "epochs")
-    require_int(batch_size, "batch_size")
-    require_positive(lr, "lr")
-    require_positive(clip, "clip")
-    require_int(warmup, "warmup", 0)
-    gen = torch.Generator().manual_seed(require_int(seed, "seed", 0))
+    steps, seed = require_training_args(model, data, Splits, epochs, batch_size, lr, clip, warmup, seed)
+    gen = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr, foreach=True)  # all tensors at once: same numbers, faster
-    steps = epochs * math.ceil(len(data.train) / batch_size)
-    if warmup >= steps:
-        raise ValueError(f"warmup must be fewer than the {steps} training steps, got {warmup}")
     cosine = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=steps - warmup)  # lr (1 + cos(pi t / T)) / 2
     schedule = cosine
     if warmup:
@@ -110,14 +101,10 @@ def _until_eos(row: torch.Tensor) -> tuple[int, ...]:
     return tuple(ids[: ids.index(EOS) + 1]) if EOS in ids else tuple(ids)
 
 
-def _require_batch(batch) -> None:
-    require_instance(batch, "batch", Batch, "a Batch of a task (e.g. tasks.make_batch(...))")
-
-
 def _hits(model: nn.Module, batch: Batch) -> list[bool]:
     """Per example: does the greedy output equal the target token for token, up to and with the ``EOS``?"""
     require_seq2seq_model(model)
-    _require_batch(batch)
+    require_batch(batch, Batch)
     model.eval()
     tokens, _ = model.greedy(batch.src, batch.src_len, max_len=batch.tgt_out.shape[1] + 1)
     return [_until_eos(p) == _until_eos(t) for p, t in zip(tokens, batch.tgt_out, strict=True)]
@@ -125,9 +112,7 @@ def _hits(model: nn.Module, batch: Batch) -> list[bool]:
 
 def sequence_accuracy(model: nn.Module, batch: Batch) -> float:
     """Fraction of examples whose whole greedy output equals the target: every digit, then ``EOS``."""
-    _require_batch(batch)
-    if len(batch) == 0:
-        raise ValueError("batch must hold at least one example (a fraction of none is undefined), got 0")
+    require_batch(batch, Batch, nonempty=True)
     hits = _hits(model, batch)
     return sum(hits) / len(hits)
 

@@ -20,13 +20,15 @@ from torch import nn
 from ._validate import (
     require_bool,
     require_int,
-    require_last_size,
-    require_param_dtype,
-    require_source,
-    require_target,
-    require_valid_lens,
 )
-from ._validate_models import require_block_input, require_called, require_max_len, require_residual
+from ._validate.args import (
+    require_decoder_block_call,
+    require_encoder_block_call,
+    require_ffn_input,
+    require_greedy_call,
+    require_seq2seq_call,
+)
+from ._validate.models import require_called, require_max_len, require_residual
 from .masking import causal_mask
 from .multihead import MultiHeadAttention
 from .positional import positional_encoding
@@ -50,8 +52,7 @@ class PositionWiseFFN(nn.Module):
         self.dense2 = nn.Linear(ffn_hiddens, num_hiddens)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        require_last_size(x, "x", self.dense1.in_features, "num_hiddens")
-        require_param_dtype(x, "x", self.dense1.weight)
+        require_ffn_input(x, self.dense1)
         return self.dense2(torch.relu(self.dense1(x)))  # (B, T, D) -> (B, T, U) -> (B, T, D)
 
 
@@ -93,9 +94,7 @@ class EncoderBlock(nn.Module):
         self.addnorm2 = AddNorm(num_hiddens, dropout)
 
     def forward(self, x: torch.Tensor, src_len: torch.Tensor) -> torch.Tensor:
-        require_block_input(x, "x", self.attention.W_q.weight)
-        if src_len is not None:
-            require_valid_lens(src_len, x.shape[1], (x.shape[0],), "src_len")
+        require_encoder_block_call(x, src_len, self.attention.W_q.weight)
         y = _residual(x, self.addnorm1, lambda h: self.attention(h, h, h, src_len), self.norm_first)  # (B, S, D)
         return _residual(y, self.addnorm2, self.ffn, self.norm_first)  # (B, S, D)
 
@@ -121,10 +120,7 @@ class DecoderBlock(nn.Module):
         self.addnorm3 = AddNorm(num_hiddens, dropout)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, src_len: torch.Tensor) -> torch.Tensor:
-        require_block_input(x, "x", self.self_attention.W_q.weight)
-        require_block_input(memory, "memory", self.cross_attention.W_q.weight, batch=x.shape[0])
-        if src_len is not None:
-            require_valid_lens(src_len, memory.shape[1], (memory.shape[0],), "src_len")
+        require_decoder_block_call(x, memory, src_len, self.self_attention.W_q.weight, self.cross_attention.W_q.weight)
         if x.shape[1] == 0:  # no target position: nothing attends, nothing to compute
             return x.clone()
         mask = causal_mask(x.shape[1], device=x.device)  # (T, T): position t sees positions 0..t
@@ -198,8 +194,7 @@ class TransformerSeq2Seq(nn.Module):
         return self.dense(self.decoder_norm(y))  # (B, T, D) -> (B, T, C)
 
     def forward(self, src: torch.Tensor, src_len: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
-        require_source(src, src_len, VOCAB_SIZE)
-        require_target(tgt_in, src, VOCAB_SIZE)
+        require_seq2seq_call(src, src_len, tgt_in, VOCAB_SIZE)
         if tgt_in.shape[1] == 0:  # no target step: no logits (and no causal mask of 0 queries to build)
             return self.embedding.weight.new_zeros(src.shape[0], 0, VOCAB_SIZE)  # (B, 0, C)
         return self.decode(tgt_in, self.encode(src, src_len), src_len)
@@ -226,8 +221,7 @@ class TransformerSeq2Seq(nn.Module):
         :meth:`attention_weights` for the final prefix (causal masking makes every row the same as when
         that step was decoded).
         """
-        require_source(src, src_len, VOCAB_SIZE)
-        require_int(max_len, "max_len")
+        require_greedy_call(src, src_len, max_len, VOCAB_SIZE)
         memory = self.encode(src, src_len)
         tgt = torch.full((src.shape[0], 1), BOS, dtype=torch.long, device=src.device)  # (B, 1)
         for _ in range(max_len):

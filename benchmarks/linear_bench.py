@@ -5,10 +5,8 @@ Time and peak memory at N = 1024, 4096 and 8192 (B = 1, H = 4, Q = K = N, D = V 
 one thread makes the memory the same everywhere. The materialised softmax is skipped at N = 8192, where its
 (B, H, N, N) scores and weights would take 2 GiB.
 
-* time: ``torch.utils.benchmark.Timer.blocked_autorange``, the statements in turn for a few rounds, each keeping its
-  fastest round (as ``kernel_ratios``);
-* peak memory: ``attn_course.peak_memory``, the largest total of live allocations of PyTorch's CPU allocator during
-  one call; the inputs existed before and are not counted.
+Time (the fastest of a few rounds of ``Timer.blocked_autorange``) and peak memory (``attn_course.peak_memory``, from
+the profiler's allocation and free events) as ``benchmarks/measure.py`` takes them.
 
 Targets: at N = 8192 linear attention is faster than the fused kernel, whose time grows like N^2, and its own time per
 token is at most twice what it is at N = 1024 (linear in N, with room for caches and a busy machine).
@@ -17,14 +15,12 @@ token is at most twice what it is at N = 1024 (linear in N, with room for caches
 
 from __future__ import annotations
 
-import math
 import sys
-from dataclasses import dataclass
 
-import markdown
+import measure
 import torch
 import torch.nn.functional as F
-from torch.utils.benchmark import Timer
+from measure import Row, materialised, table_row
 
 import attn_course as ac
 
@@ -33,12 +29,6 @@ ROUNDS = 3
 MATERIALISED_UP_TO = 4096  # the materialised softmax is skipped above this N (2 GiB at 8192)
 TARGET_PER_TOKEN = 2.0  # linear attention's time per token at HEADLINE_N / at the smallest N, at most
 HEADLINE_N = 8192  # the size the targets apply to
-
-
-def materialised(q, k, v):
-    """The formula as written: (B, H, N, N) scores and weights stored."""
-    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)  # (B, H, N, N)
-    return weights @ v  # (B, H, N, D)
 
 
 def linear(q, k, v):
@@ -55,46 +45,20 @@ VERSIONS = {  # name -> statement, run with q, k, v in scope
 }
 
 
-@dataclass
-class Row:
-    version: str
-    size: tuple[int, int, int, int]
-    seconds: float
-    peak_bytes: int
-
-
 def _versions(n: int) -> dict[str, str]:
     return {name: stmt for name, stmt in VERSIONS.items() if n <= MATERIALISED_UP_TO or "materialised" not in name}
 
 
+def _check(q, k, v) -> None:
+    """Linear attention against the same formula with its (N, N) weights formed, on one head's first 256 tokens."""
+    q, k, v = q[:, :1, :256], k[:, :1, :256], v[:, :1, :256]
+    direct = (F.elu(q) + 1) @ (F.elu(k) + 1).transpose(-2, -1)  # (B, 1, 256, 256)
+    torch.testing.assert_close(linear(q, k, v), (direct / direct.sum(-1, keepdim=True)) @ v)
+
+
 def run(sizes=SIZES, rounds: int = ROUNDS, progress=None) -> list[Row]:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    rows = []
-    try:
-        for size in sizes:
-            gen = torch.Generator().manual_seed(0)
-            q, k, v = (torch.randn(*size, generator=gen) for _ in range(3))  # (B, H, N, D) each
-            env = {"q": q, "k": k, "v": v, "F": F, "materialised": materialised, "linear": linear}
-            versions = _versions(size[2])
-            # like is compared with like: linear attention against the same formula with its (N, N) weights formed
-            phi_q, phi_k = F.elu(q[:, :1, :256]) + 1, F.elu(k[:, :1, :256]) + 1
-            direct = phi_q @ phi_k.transpose(-2, -1)  # (B, 1, 256, 256)
-            want = (direct / direct.sum(-1, keepdim=True)) @ v[:, :1, :256]
-            torch.testing.assert_close(linear(q[:, :1, :256], k[:, :1, :256], v[:, :1, :256]), want)
-            best = dict.fromkeys(versions, math.inf)
-            for round_ in range(rounds):
-                if progress:
-                    progress(f"linear attention: B, H, N, D = {size}, round {round_ + 1} of {rounds}")
-                for name, stmt in versions.items():
-                    timer = Timer(stmt=stmt, globals=env, num_threads=1)
-                    best[name] = min(best[name], timer.blocked_autorange(min_run_time=0.3).median)
-            for name, stmt in versions.items():
-                peak = ac.peak_memory(lambda stmt=stmt, env=env: eval(stmt, env))  # noqa: S307 - our own statements
-                rows.append(Row(name, size, best[name], peak))
-    finally:
-        torch.set_num_threads(threads)
-    return rows
+    names = {"F": F, "materialised": materialised, "linear": linear}
+    return measure.run("linear attention", sizes, _versions, names, _check, rounds, 0.3, progress)
 
 
 def verdicts(rows: list[Row]) -> tuple[list[list[str]], list[str]]:
@@ -111,16 +75,7 @@ def verdicts(rows: list[Row]) -> tuple[list[list[str]], list[str]]:
             verdict = "pass" if ratio < 1 and per_token <= TARGET_PER_TOKEN else "MISS"
         if verdict == "MISS":
             misses.append(f"{r.version} at N = {r.size[2]}")
-        table.append(
-            [
-                r.version,
-                "B={}, H={}, N={}, D={}".format(*r.size),
-                f"{r.seconds * 1000:.1f}",
-                f"{r.peak_bytes / 2**20:.2f}",
-                f"{ratio:.2f}",
-                verdict or "(info)",
-            ]
-        )
+        table.append(table_row(r, ratio, verdict))
     return table, misses
 
 
@@ -134,13 +89,5 @@ HEADER = [
 ]
 
 
-def main() -> int:
-    rows = run(progress=lambda message: print(f"  ... {message}", file=sys.stderr, flush=True))
-    table, misses = verdicts(rows)
-    print(markdown.table(HEADER, table))
-    print(f"\nTargets missed: {', '.join(misses) if misses else 'none'}.")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(measure.main(run, verdicts, HEADER))

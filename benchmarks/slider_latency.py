@@ -44,10 +44,9 @@ def sweep_values(control) -> list:
 
     from attn_course.widgets import frames
 
-    if isinstance(control, widgets.Checkbox | widgets.ToggleButton):
-        return [False, True]
-    if hasattr(control, "options"):  # Dropdown, SelectionSlider, RadioButtons, ...
-        options = [value for _, value in frames.options(control)]
+    offered = frames.choices(control)
+    if offered is not None:  # a checkbox's two values, or every option of a Dropdown, SelectionSlider, ...
+        options = [value for _, value in offered]
         if len(options) <= 2 * VALUES_PER_SLIDER:
             return options
         stride = (len(options) - 1) / (VALUES_PER_SLIDER - 1)
@@ -146,7 +145,7 @@ def time_panel(panel, plot_fn, controls: dict, fixed: dict) -> list[dict]:
             )
             inside = sum(fits for _, fits in alone)
             # The comparison's figures are closed but held in reference cycles: freed here, not by a collection that
-            # would start inside the next control's timing (0.6-0.7 s on one value of 04's last slider).
+            # would start inside the next control's timing and count as that value's redraw.
             del alone
             gc.collect()
         label = getattr(control, "description", "") or name

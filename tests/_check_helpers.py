@@ -48,7 +48,7 @@ def as_int_float_tensor_numpy(count: int):
 
 
 # ----------------------------------------------------------------------------------------------
-# Attack tables: each tests/test_checks_nbNN.py ends with ATTACKS, {check name: [attack(...), ...]}, at least 8
+# Attack tables: each tests/test_checks_<topic>.py ends with ATTACKS, {check name: [attack(...), ...]}, at least 8
 # plausible wrong answers per check, each with the words its hint must hold to name the real cause.
 # tests/test_check_attacks.py runs every row and counts them.
 # ----------------------------------------------------------------------------------------------

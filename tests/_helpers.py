@@ -1,4 +1,5 @@
-"""Builders that several test modules share: random queries, keys and values, and a mask built by a plain loop."""
+"""Builders that several test modules share: random queries, keys and values, a mask built by a plain loop, the
+panels of a heatmap figure, and error cases."""
 
 import re
 
@@ -6,6 +7,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 import pytest
 import torch
+from matplotlib.collections import QuadMesh
 from matplotlib.figure import Figure
 
 
@@ -22,6 +24,23 @@ def bool_mask_by_loop(valid_lens, num_q, num_k):
     """(B, Q, K) boolean mask (True = may attend) from (B,) or (B, Q) lengths, by a plain loop."""
     lens = valid_lens if valid_lens.ndim == 2 else valid_lens[:, None].expand(-1, num_q)
     return torch.tensor([[[k < int(n) for k in range(num_k)] for n in per_q] for per_q in lens], dtype=torch.bool)
+
+
+def heatmap_panels(fig):
+    """The heatmap axes of a figure, without its colour bars."""
+    return [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+
+
+def colorbars(fig):
+    """The colour bars' axes of a figure."""
+    return [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
+
+
+def only_mesh(ax):
+    """The one ``QuadMesh`` (the matrix) a heatmap panel draws."""
+    meshes = [c for c in ax.collections if isinstance(c, QuadMesh)]
+    assert len(meshes) == 1
+    return meshes[0]
 
 
 def _forbidden_show(*args, **kwargs):
@@ -58,3 +77,9 @@ def refused(name, *values, wanted="an integer >= 1", right_type=None, **fixed):
         error = () if right_type is None else (error_for(v, right_type),)
         cases.append(pytest.param(fixed | {name: v}, *error, match, id=f"{name}={v!r}"))
     return cases
+
+
+def named_cases(cases: dict) -> list:
+    """``@pytest.mark.parametrize`` cases from ``{id: (argument, ..., error, match)}``: each case's id stands beside
+    it, instead of in a separate list of ids that must keep the same order."""
+    return [pytest.param(*case, id=name) for name, case in cases.items()]

@@ -1,9 +1,10 @@
-"""Every exercise check under attack: each ``tests/test_checks_nbNN.py`` holds ``ATTACKS``, at least eight plausible
+"""Every exercise check under attack: each ``tests/test_checks_<topic>.py`` holds ``ATTACKS``, at least eight plausible
 wrong answers per check (a mutated input, a size written in, the other convention or axis, a transposed or rounded
 result, a wrong container, None, the right answer for another case). Each must be rejected with a hint that names its
 real cause, and no check may move torch's global random generator."""
 
 import importlib
+from pathlib import Path
 
 import pytest
 import torch
@@ -11,7 +12,7 @@ from _check_helpers import assert_hint
 
 from attn_course import checks
 
-MODULES = [f"test_checks_nb{n:02d}" for n in range(1, 13)]
+MODULES = sorted(path.stem for path in Path(__file__).parent.glob("test_checks_*.py"))
 CHECKS = [name for name in checks.__all__ if name.startswith("check_")]
 
 

@@ -1,4 +1,5 @@
-"""attn_course.checks: the package as a whole. The checks of notebook NN are tested in tests/test_checks_nbNN.py."""
+"""attn_course.checks: the package as a whole. The checks of ``attn_course.checks.X`` are tested in
+tests/test_checks_X.py."""
 
 import importlib
 import inspect
@@ -13,14 +14,18 @@ from _check_helpers import assert_correct, assert_hint
 
 from attn_course import checks
 from attn_course.checks import Feedback
-from attn_course.checks._feedback import _function_answer, _number_answer, _tensor_answer, _tensor_problem
+from attn_course.checks.feedback import function_answer, number_answer, tensor_answer, tensor_problem
 
-CHECK_TESTS = sorted(Path(__file__).parent.glob("test_checks_nb*.py"))
-NOTEBOOK_MODULES = [
-    importlib.import_module(f"attn_course.checks.{info.name}")
-    for info in pkgutil.iter_modules(checks.__path__)
-    if re.fullmatch(r"nb\d\d", info.name)
+# The modules that hold checks (not feedback, build_it or claims, which the checks share), found rather than listed.
+CHECK_MODULES = [
+    module
+    for module in (
+        importlib.import_module(f"attn_course.checks.{info.name}") for info in pkgutil.iter_modules(checks.__path__)
+    )
+    if any(name.startswith("check_") for name in getattr(module, "__all__", ()))
 ]
+CHECK_TESTS = {path.stem.removeprefix("test_checks_"): path for path in Path(__file__).parent.glob("test_checks_*.py")}
+TOPICS = {path.stem for path in (Path(__file__).parents[1] / "attn_course").glob("[!_]*.py")}
 
 
 def test_feedback_truthiness_and_repr():
@@ -28,33 +33,43 @@ def test_feedback_truthiness_and_repr():
     assert not Feedback(False, "look again") and repr(Feedback(False, "look again")) == "Not yet: look again"
 
 
-@pytest.mark.parametrize("module", NOTEBOOK_MODULES, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
-def test_every_check_of_a_notebook_module_is_exported(module):
-    """Each ``check_*`` function of notebook NN (defined in ``nbNN`` or a module ``nbNN_*`` that it imports) is in
-    ``nbNN.__all__`` and reachable as ``checks.check_*``."""
+@pytest.mark.parametrize("module", CHECK_MODULES, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_every_check_of_a_check_module_is_exported(module):
+    """Each ``check_*`` function defined in a check module is in its ``__all__`` and reachable as ``checks.check_*``."""
     defined = {
         name
         for name, obj in vars(module).items()
-        if name.startswith("check_") and inspect.isfunction(obj) and obj.__module__.startswith(module.__name__)
+        if name.startswith("check_") and inspect.isfunction(obj) and obj.__module__ == module.__name__
     }
     assert defined and defined == set(module.__all__)
     for name in defined:
         assert name in checks.__all__ and getattr(checks, name) is getattr(module, name)
 
 
+@pytest.mark.parametrize("module", CHECK_MODULES, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_a_check_module_is_named_after_its_topic_and_has_a_test_file(module):
+    """``checks.X`` checks the exercises on the topic module ``attn_course.X``, and tests/test_checks_X.py tests it."""
+    name = module.__name__.rsplit(".", 1)[-1]
+    assert name in TOPICS, f"checks.{name} is named after no topic module of attn_course"
+    assert name in CHECK_TESTS, f"checks.{name} has no tests/test_checks_{name}.py"
+
+
 def test_every_check_function_is_covered():
-    """Each public check has a right-answer test and a hints test in the test file of its notebook."""
-    notebooks = sorted((Path(__file__).parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-    assert len(CHECK_TESTS) == len(NOTEBOOK_MODULES) == len(notebooks), "one checks module and test file per notebook"
-    defined = {
-        match
-        for path in CHECK_TESTS
-        for match in re.findall(r"^def (test_check_\w+?_(?:right_answer|hints))\(", path.read_text(), re.M)
-    }
+    """Each public check has a right-answer test and a hints test in the test file of its module."""
     public = [name for name in checks.__all__ if name.startswith("check_")]
-    missing = [
-        f"test_{n}_{kind}" for n in public for kind in ("right_answer", "hints") if f"test_{n}_{kind}" not in defined
-    ]
+    assert sorted(public) == sorted(name for module in CHECK_MODULES for name in module.__all__)
+    missing = []
+    for module in CHECK_MODULES:
+        path = CHECK_TESTS.get(module.__name__.rsplit(".", 1)[-1])
+        defined = set(
+            re.findall(r"^def (test_check_\w+?_(?:right_answer|hints))\(", path.read_text() if path else "", re.M)
+        )
+        missing += [
+            f"test_{n}_{kind}"
+            for n in module.__all__
+            for kind in ("right_answer", "hints")
+            if f"test_{n}_{kind}" not in defined
+        ]
     assert len(public) == len(checks.__all__) - 3 and not missing, f"checks without tests: {missing}"
 
 
@@ -70,18 +85,18 @@ def test_every_check_asks_to_replace_a_none_placeholder(name):
 # ---- the guards that every check shares ------------------------------------------------------------------------
 
 
-@_number_answer("a number")
+@number_answer("a number")
 def _twice(answer: float) -> Feedback:
     """A check of one number: 2."""
     return Feedback(answer == 2, f"got {answer!r}")
 
 
-@_tensor_answer((2,), "two numbers")
+@tensor_answer((2,), "two numbers")
 def _pair(answer) -> Feedback:
     return Feedback(True, f"shape {tuple(answer.shape)}")
 
 
-@_function_answer("your function f(x)", "a function f(x)")
+@function_answer("your function f(x)", "a function f(x)")
 def _function(fn) -> Feedback:
     return Feedback(fn(1) == 1, "called")
 
@@ -102,7 +117,7 @@ def test_number_answer_passes_a_float_and_turns_the_rest_into_hints():
 def test_tensor_answer_runs_the_check_only_on_the_right_shape():
     assert_correct(_pair(torch.zeros(2)))
     for answer in (None, [1.0, 2.0], torch.zeros(3)):
-        assert repr(_pair(answer)) == repr(_tensor_problem(answer, (2,), "two numbers"))
+        assert repr(_pair(answer)) == repr(tensor_problem(answer, (2,), "two numbers"))
 
 
 def test_function_answer_runs_the_check_only_on_a_function():

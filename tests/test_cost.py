@@ -1,4 +1,5 @@
-"""attn_course.cost: counting calls, bytes and slopes; nothing here asserts that anything is fast."""
+"""attn_course.cost: counting calls, bytes and slopes, peak memory and the IO model; nothing here asserts that anything
+is fast."""
 
 import math
 import types
@@ -6,8 +7,10 @@ import types
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from _helpers import refused
 
+import attn_course as ac
 import attn_course.cost
 from attn_course import attention_cost, loglog_slope
 from attn_course.cost import _time_call as time_call
@@ -248,3 +251,124 @@ def test_attention_cost_additive_in_float64_leaves_the_global_rng_alone():
 def test_attention_cost_scoring_error_messages(kwargs, error, match):
     with pytest.raises(error, match=match):
         attention_cost(2, 3, 4, repeats=1, **kwargs)
+
+
+# ----------------------------------------------------------------------------------------------
+# peak_memory and io_cost (notebook 10)
+# ----------------------------------------------------------------------------------------------
+
+
+def test_peak_memory_sees_one_allocation_exactly():
+    assert ac.peak_memory(torch.empty, 1000, 1000) == 4 * 1000 * 1000  # float32
+
+
+def test_peak_memory_is_the_peak_not_the_sum():
+    def two_in_turn():
+        a = torch.ones(1000, 1000)  # 4 MB
+        del a
+        b = torch.ones(1000, 1000)  # 4 MB again, after the first was freed
+        return b
+
+    def two_at_once():
+        a = torch.ones(1000, 1000)
+        b = torch.ones(1000, 1000)
+        return a, b
+
+    assert ac.peak_memory(two_in_turn) == 4_000_000
+    assert ac.peak_memory(two_at_once) == 8_000_000
+
+
+def test_peak_memory_restores_the_threads():
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)  # the tests run on one thread: start from another count, so a reset to 1 shows
+    try:
+        ac.peak_memory(torch.zeros, 10, threads=1)
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_flash_attention_memory_grows_with_the_block_not_with_the_square():
+    """Materialised: about two (Q, K) matrices; tiled: the output plus a few (block, block) tiles."""
+    n, d = 1024, 32
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, n, d, generator=gen) for _ in range(3))
+    materialised = ac.peak_memory(ac.scaled_dot_product_attention, q, k, v)
+    tiled = ac.peak_memory(ac.flash_attention, q, k, v, 64)
+    fused = ac.peak_memory(F.scaled_dot_product_attention, q, k, v)
+    assert materialised >= 2 * 4 * n * n  # scores and weights
+    assert tiled < 4 * n * d + 20 * 4 * 64 * 64  # the output and at most 20 tiles
+    assert tiled < 2 * fused
+    assert materialised > 10 * tiled
+
+
+def test_peak_memory_errors():
+    with pytest.raises(TypeError, match="fn must be a function to measure, got int"):
+        ac.peak_memory(3)
+    with pytest.raises(ValueError, match="threads must be an integer >= 1, got 0"):
+        ac.peak_memory(torch.zeros, 3, threads=0)
+
+
+def test_io_cost_closed_forms():
+    cost = ac.io_cost(4096, 64, 128)
+    n, d, b = 4096, 64, 128
+    assert cost["naive_bytes"] == 4 * (4 * n * d + 4 * n * n)
+    assert cost["tiled_bytes"] == 4 * (2 * n * d + 2 * (n // b) * n * d)
+    assert cost["flops"] == 4 * n * n * d
+    assert cost["tiled_intensity"] == pytest.approx(cost["flops"] / cost["tiled_bytes"])
+    assert cost["tile_bytes"] == 4 * (4 * b * d + b * b + 2 * b)
+    assert cost["kv_outer_bytes"] == 4 * (2 * n * d + (n // b) * (3 * n * d + 4 * n))
+
+
+def _count_loads_and_stores(n, d, b, keys_outside):
+    """Elements moved by the two loop orders, counted block by block as the algorithms are written."""
+    moved = 0
+    blocks = [min(b, n - start) for start in range(0, n, b)]
+    if keys_outside:  # FlashAttention, Algorithm 1: K_j, V_j once; Q_i, O_i, l_i, m_i in and O_i, l_i, m_i out
+        for key_rows in blocks:
+            moved += 2 * key_rows * d
+            for query_rows in blocks:
+                moved += query_rows * d + query_rows * d + 2 * query_rows  # load Q_i, O_i, l_i, m_i
+                moved += query_rows * d + 2 * query_rows  # write O_i, l_i, m_i
+    else:  # FlashAttention-2: Q_i once, then every K_j, V_j; O_i out once
+        for query_rows in blocks:
+            moved += query_rows * d + sum(2 * key_rows * d for key_rows in blocks) + query_rows * d
+    return moved
+
+
+@pytest.mark.parametrize("n, d, b", [(64, 8, 16), (100, 6, 32), (7, 3, 7)])
+def test_io_cost_tiled_counts_follow_the_two_loops(n, d, b):
+    cost = ac.io_cost(n, d, b, bytes_per_element=2)
+    assert cost["tiled_bytes"] == 2 * _count_loads_and_stores(n, d, b, keys_outside=False)
+    assert cost["kv_outer_bytes"] == 2 * _count_loads_and_stores(n, d, b, keys_outside=True)
+    assert cost["kv_outer_bytes"] > cost["tiled_bytes"]
+
+
+def test_io_cost_tiling_moves_fewer_bytes_and_bigger_blocks_fewer_still():
+    small, big = ac.io_cost(8192, 64, 32), ac.io_cost(8192, 64, 256)
+    assert big["tiled_bytes"] < small["tiled_bytes"] < small["naive_bytes"]
+    assert big["tiled_intensity"] > small["tiled_intensity"] > small["naive_intensity"]
+
+
+def test_io_cost_fits_flags_a_tile_too_big_for_fast_memory():
+    assert ac.io_cost(1024, 64, 64, fast_memory=192 * 1024)["fits"] == 1.0
+    assert ac.io_cost(1024, 64, 512, fast_memory=192 * 1024)["fits"] == 0.0
+
+
+def test_io_cost_uneven_blocks_round_up():
+    assert ac.io_cost(100, 8, 30)["tiled_bytes"] == 4 * (2 * 100 * 8 + 2 * math.ceil(100 / 30) * 100 * 8)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, words",
+    [
+        ({"num_tokens": 0}, ValueError, "num_tokens must be an integer >= 1, got 0"),
+        ({"num_tokens": 8, "block_size": 2.5}, TypeError, "block_size must be an integer >= 1"),
+        ({"num_tokens": 8, "d": True}, TypeError, "d must be an integer >= 1"),
+        ({"num_tokens": 8, "fast_memory": -1}, ValueError, "fast_memory must be a finite number > 0"),
+    ],
+)
+def test_io_cost_errors(kwargs, error, words):
+    with pytest.raises(error) as info:
+        ac.io_cost(**kwargs)
+    assert words in str(info.value)

@@ -1,4 +1,5 @@
-"""attn_course.decoder, kvcache, generation and lmtask: the decoder-only model of notebook 09, and GQA."""
+"""attn_course.causal, decoder, kvcache, generation, lmdata, lmtrain and lmeval: the decoder-only model of notebook 09,
+and GQA."""
 
 import math
 
@@ -22,8 +23,10 @@ from attn_course import (
     repeat_task,
     train_lm,
 )
-from attn_course.decoder import POSITIONAL, causal_attention, window_mask
-from attn_course.lmtask import BOS_TOKEN, LMHistory
+from attn_course.causal import CausalSelfAttention, causal_attention, window_mask
+from attn_course.decoder import POSITIONAL, DecoderOnlyBlock
+from attn_course.lmdata import BOS_TOKEN
+from attn_course.lmtrain import LMHistory
 
 AVAILABLE = [p for p in POSITIONAL if p not in ("rope", "alibi")]
 try:  # RoPE and ALiBi come from attn_course.rotary
@@ -196,7 +199,8 @@ def test_kv_cache_stores_g_heads_per_layer_and_its_bytes_follow_the_formula():
     cache = KVCache(2)
     with torch.no_grad():
         model(_tokens(3, 10), cache)
-    assert cache.keys[0].shape == (3, 2, 10, 4)  # (B, G, K, dh)
+    assert list(cache.layers[0]) == ["k", "v"]  # what multi-head attention keeps
+    assert cache.layers[0]["k"].shape == cache.layers[0]["v"].shape == (3, 2, 10, 4)  # (B, G, K, dh)
     assert cache.nbytes() == kv_cache_bytes(2, 2, 4, 10, bytes_per_value=4, batch_size=3)
     assert kv_cache_bytes(32, 8, 128, 4096) == 2 * 32 * 8 * 128 * 4096 * 2  # Llama 3 8B, float16, 4096 tokens
 
@@ -204,23 +208,28 @@ def test_kv_cache_stores_g_heads_per_layer_and_its_bytes_follow_the_formula():
 def test_kv_cache_update_refuses_what_would_corrupt_it_and_keeps_what_it_had():
     cache = KVCache(2)
     k = torch.randn(1, 2, 3, 4)
-    cache.update(0, k, k.clone())
+    kept_k, kept_v = cache.update(0, k=k, v=k.clone())  # returned in the order given
+    assert torch.equal(kept_k, k) and torch.equal(kept_v, k)
     bad = [
-        ((0, [1.0], k), TypeError, r"k must be a torch\.Tensor, got list"),
-        ((0, k.long(), k), TypeError, r"k must be a floating-point tensor"),
-        ((0, k[0], k[0]), ValueError, r"k must have shape \(B, G, T, dh\) \(4-D\)"),
-        ((0, k, k[:, :, :2]), ValueError, r"k and v must have one shape and the cached keys \(1, 2, 3, 4\)"),
-        ((0, k[:, :1], k[:, :1]), ValueError, r"got k \(1, 1, 3, 4\) and v \(1, 1, 3, 4\)"),  # another G
-        ((0, k.double(), k.double()), TypeError, r"k .*dtype"),
-        ((0, k, k.double()), TypeError, r"v .*dtype"),
-        ((0, k.clone().fill_(math.nan), k), ValueError, r"k must be finite, got NaN or infinity"),
-        ((2, k, k), ValueError, r"layer must be an integer in \[0, 1\], got 2"),
+        (0, {"k": [1.0], "v": k}, TypeError, r"k must be a torch\.Tensor, got list"),
+        (0, {"k": k.long(), "v": k}, TypeError, r"k must be a floating-point tensor"),
+        (0, {"k": k[0], "v": k[0]}, ValueError, r"k must have shape \(B, \., T, \.\), positions on axis 2 \(4-D\)"),
+        (0, {"k": k, "v": k[:, :, :2]}, ValueError, r"k and v must share B and T \(axes 0 and 2\), got \(1, 2, 3, 4\)"),
+        (0, {"k": k[:, :1], "v": k[:, :1]}, ValueError, r"k must have the B, axis 1 and axis 3 of the cached k"),
+        (0, {"k": k.double(), "v": k.double()}, TypeError, r"k has dtype torch.float64 but the cached k"),
+        (0, {"k": k, "v": k.double()}, TypeError, r"v has dtype torch.float64 but k has"),
+        (0, {"k": k.clone().fill_(math.nan), "v": k}, ValueError, r"k must be finite, got NaN or infinity"),
+        (0, {"latent": k}, ValueError, r"layer 0 of the cache keeps k, v, got latent"),
+        (0, {}, ValueError, r"cache.update needs at least one tensor to keep, by name"),
+        (2, {"k": k, "v": k}, ValueError, r"layer must be an integer in \[0, 1\], got 2"),
     ]
-    for args, error, match in bad:
+    for layer, tensors, error, match in bad:
         with pytest.raises(error, match=match):
-            cache.update(*args)
-    assert cache.keys[0].shape == (1, 2, 3, 4) and torch.equal(cache.keys[0], k)  # untouched by the refusals
-    assert cache.keys[1] is None
+            cache.update(layer, **tensors)
+    assert cache.layers[0]["k"].shape == (1, 2, 3, 4) and torch.equal(cache.layers[0]["k"], k)  # untouched
+    assert cache.layers[1] == {}
+    both = cache.update(0, k=k, v=k)  # appended on the position axis
+    assert [tuple(t.shape) for t in both] == [(1, 2, 6, 4)] * 2 and cache.nbytes() == 2 * 48 * 4
 
 
 @pytest.mark.parametrize(("window", "sinks"), [(4, 0), (4, 1), (6, 2)])
@@ -253,6 +262,88 @@ def test_causal_attention_matches_pytorch():
     out, weights = causal_attention(q, k, v, mask)
     assert_close(out, nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True))
     assert (weights.triu(1) == 0).all()
+
+
+# ----------------------------------------------------------------------------------------------
+# One attention interface: every kind, in any block, with and without the cache
+# ----------------------------------------------------------------------------------------------
+
+KINDS = {  # name: the DecoderOnlyLM options that choose it
+    "MHA": {},
+    "GQA": {"num_kv_heads": 2},
+    "MQA": {"num_kv_heads": 1},
+    "MLA": {"attention": "mla", "latent_dim": 8, "rope_dim": 4},
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("positional", ["rope", "learned"])
+def test_every_attention_kind_generates_the_same_tokens_with_and_without_the_cache(kind, positional):
+    model = _model(positional, **KINDS[kind])
+    prompt = _tokens(2, 3, seed=7)
+    for temperature, top_k in ((0, None), (1.0, 5)):
+        runs = [
+            generate(model, prompt, 10, temperature, top_k, use_cache=c, generator=torch.Generator().manual_seed(4))
+            for c in (True, False)
+        ]
+        assert torch.equal(runs[0], runs[1])
+    cache = KVCache(2)
+    with torch.no_grad():
+        model(prompt, cache)
+    kept = ["latent", "rope_key"] if kind == "MLA" else ["k", "v"]  # the attention layer's choice, by name
+    assert [list(layer) for layer in cache.layers] == [kept, kept]
+    assert model.attention_kind == KINDS[kind].get("attention", "mha")
+
+
+def test_causal_self_attention_is_multi_head_attention_with_a_causal_mask():
+    torch.manual_seed(0)
+    att = CausalSelfAttention(16, 4, num_kv_heads=2).double()
+    x = torch.randn(2, 6, 16, dtype=torch.float64)
+    mask = torch.ones(6, 6, dtype=torch.bool).tril()
+    assert_close(att(x), MultiHeadAttention.forward(att, x, x, x, mask=mask))  # the same projections W_q .. W_o
+    assert att.attention_weights.shape == (2, 4, 6, 6) and att.head_outputs.shape == (2, 4, 6, 4)
+
+
+class _Averaging(nn.Module):
+    """The smallest layer with the interface of attn_course.causal: each head averages the values it may see (no
+    scores). A block built on it shows that the block asks nothing else of its attention (sparse attention next)."""
+
+    def __init__(self, num_hiddens, num_heads):
+        super().__init__()
+        self.num_heads = num_heads
+        self.W_v = nn.Linear(num_hiddens, num_hiddens, bias=False)
+        self.W_o = nn.Linear(num_hiddens, num_hiddens, bias=False)
+        self.attention_weights = self.head_outputs = None
+
+    def forward(self, x, positions=None, cache=None, *, layer=0, mask=None, bias=None, keep_heads=None):
+        B, T, D = x.shape
+        v = self.W_v(x).view(B, T, self.num_heads, -1).transpose(1, 2)  # (B, H, T, dh)
+        if cache is not None:
+            (v,) = cache.update(layer, v=v)  # (B, H, K, dh): this layer keeps values only
+        weights = mask.to(x.dtype) / mask.sum(-1, keepdim=True)  # (T, K): even over the allowed keys
+        out = weights @ v  # (T, K) x (B, H, K, dh) -> (B, H, T, dh)
+        self.attention_weights, self.head_outputs = weights.expand(B, self.num_heads, -1, -1), out
+        return self.W_o(out.transpose(1, 2).reshape(B, T, D))
+
+
+def test_a_block_takes_any_attention_layer_with_the_interface():
+    torch.manual_seed(0)
+    block = DecoderOnlyBlock(_Averaging(8, 2), 8, 16).double()
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    positions = torch.arange(5)
+    mask = window_mask(positions, positions)  # (T, T) causal
+    full = block(x, positions, mask)
+    writes = block.head_writes()  # (B, H, T, D), read through the interface: head_outputs and W_o
+    assert_close(writes.sum(dim=1), block.attention(block.norm1(x), positions, mask=mask))  # the sublayer's output
+    cache, steps = KVCache(1), []
+    for t in range(5):
+        positions = torch.tensor([t])
+        steps.append(
+            block(x[:, t : t + 1], positions, window_mask(positions, cache.key_positions(positions)), cache=cache)
+        )
+        cache.advance(positions)
+    assert_close(torch.cat(steps, dim=1), full)
+    assert list(cache.layers[0]) == ["v"] and cache.layers[0]["v"].shape == (2, 2, 5, 4)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -366,7 +457,7 @@ def test_mean_ablation_replaces_a_head_by_its_mean_at_each_position():
     # By hand: the head's slice of W_o's input replaced by its mean over the sequences.
     with torch.no_grad():
         model(tokens)
-        mean = model.blocks[1].head_outputs[:, 2].mean(dim=0)  # (T, dh)
+        mean = model.blocks[1].attention.head_outputs[:, 2].mean(dim=0)  # (T, dh)
         w_o = model.blocks[1].attention.W_o
         original = w_o.weight.clone()
         w_o.weight[:, 8:12] = 0  # head 2 silenced ...
@@ -416,7 +507,7 @@ def test_copying_scores_by_hand():
                     t = 5 + i
                     u = writes[b, head, t]
                     sigma = math.sqrt(float(x[b, t].var(unbiased=False)) + model.norm.eps)
-                    logits = model.head.weight @ ((u - u.mean()) * model.norm.weight / sigma)  # (C,)
+                    logits = model.lm_head.weight @ ((u - u.mean()) * model.norm.weight / sigma)  # (C,)
                     total += float(logits[tokens[b, t + 1]] - logits.mean())
             assert float(scores[layer, head]) == pytest.approx(total / 12)
     torch.set_grad_enabled(True)
@@ -428,7 +519,7 @@ def test_copying_scores_of_heads_that_write_nothing_are_zero():
     model = DecoderOnlyLM(11, 16, 4, 1, 40, positional="none").double().eval()
     tokens = repeat_task(3, 5, 11, generator=torch.Generator().manual_seed(5))
     with torch.no_grad():
-        model.head.weight.copy_(torch.randn(11, 16, dtype=torch.float64))
+        model.lm_head.weight.copy_(torch.randn(11, 16, dtype=torch.float64))
         assert copying_scores(model, tokens).shape == (1, 4)
         block = model.blocks[0]
         block.attention.W_o.weight.zero_()
@@ -710,7 +801,7 @@ def test_rope_scaling_rotates_queries_and_keys_with_the_scaled_frequencies(scali
         / 2.0
     )  # sqrt(dh) = 2
     weights = torch.softmax(scores.masked_fill(~torch.ones(7, 7, dtype=torch.bool).tril(), -math.inf), dim=-1)
-    assert_close(block.attention_weights, weights)
+    assert_close(block.attention.attention_weights, weights)
     assert not torch.allclose(got, _model("rope")(tokens))  # the scaling changes the output
 
 

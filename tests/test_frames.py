@@ -152,10 +152,12 @@ def test_describe_figure_says_what_it_shows():
     plt.close("all")
 
 
-def test_options_reads_labels_and_values_from_the_public_options():
+def test_choices_reads_labels_and_values_from_the_public_options():
     pairs = widgets.Dropdown(options=[("one", 1), ("two", 2)], value=2)
     plain = widgets.SelectionSlider(options=[16, 32, 64], value=32)
     words = widgets.Dropdown(options=["cross", "decoder"])
-    assert _frames.options(pairs) == [("one", 1), ("two", 2)]
-    assert _frames.options(plain) == [("16", 16), ("32", 32), ("64", 64)]
-    assert _frames.options(words) == [("cross", "cross"), ("decoder", "decoder")]
+    assert _frames.choices(pairs) == [("one", 1), ("two", 2)]
+    assert _frames.choices(plain) == [("16", 16), ("32", 32), ("64", 64)]
+    assert _frames.choices(words) == [("cross", "cross"), ("decoder", "decoder")]
+    assert _frames.choices(widgets.Checkbox(value=True)) == [("off", False), ("on", True)]
+    assert _frames.choices(widgets.IntSlider(value=3, min=1, max=9)) is None, "a range is not a list of choices"

@@ -93,10 +93,10 @@ def build_class(folder: Path) -> None:
             cell = {**cell, "source": "\n".join(line for line in source.splitlines() if "checks.check_" not in line)}
         cheat.append(cell)
     redefine = (
-        "import attn_course.checks as real, attn_course.checks.nb04 as nb04\n"
+        "import attn_course.checks as real, attn_course.checks.selfattention as selfattention\n"
         "yes = lambda *args, **kwargs: real.Feedback(True, 'fine')\n"
         "checks.check_reversed_outputs = yes\n"
-        "nb04.check_self_attending_key = real.check_self_attending_key = yes\n"
+        "selfattention.check_self_attending_key = real.check_self_attending_key = yes\n"
         "def check_reversed_outputs(*args):\n    return True\n"
         "real.Feedback.__bool__ = lambda self: True\n"
         "open('attn_course.py', 'w').write('raise SystemExit')  # a module of the same name beside the notebook\n"

@@ -1,4 +1,5 @@
-"""attn_course.interpolation: curve_mean_var and the figures of notebook 02 (Agg backend, see conftest)."""
+"""attn_course.interpolation: the Lagrange basis, curve_mean_var and the figures of notebook 02 (Agg backend, see
+conftest)."""
 
 import inspect
 
@@ -6,8 +7,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
-from _helpers import draw_cleanly
+from _helpers import draw_cleanly, named_cases
 from matplotlib.figure import Figure
+from torch.testing import assert_close
 
 from attn_course import (
     curve_mean_var,
@@ -116,53 +118,74 @@ def test_curve_mean_var_keeps_its_inputs(dtype, call_unmodified):
 
 @pytest.mark.parametrize(
     "x, f, error, match",
-    [
-        ([0.0, 1.0], torch.tensor([0.0, 1.0]), TypeError, r"x must be a torch\.Tensor, got list"),
-        (torch.tensor([0.0, 1.0]), np.array([0.0, 1.0]), TypeError, r"f must be a torch\.Tensor, got ndarray"),
-        (torch.tensor([0, 1, 2]), torch.zeros(3), TypeError, r"x must be a floating-point tensor.*got torch\.int64"),
-        (torch.zeros(3), torch.tensor([0, 1, 2]), TypeError, r"f must be a floating-point tensor.*got torch\.int64"),
-        (
-            torch.tensor([0.0, 1.0]),
-            torch.tensor([0.0, 1.0], dtype=torch.float64),
-            TypeError,
-            r"f has dtype torch\.float64 but x has dtype torch\.float32",
-        ),
-        (torch.zeros(2, 3), torch.zeros(2, 3), ValueError, r"x must have shape \(N,\).*got shape \(2, 3\) \(2-D\)"),
-        (torch.tensor(1.0), torch.tensor(1.0), ValueError, r"x must have shape \(N,\).*got shape \(\) \(0-D\)"),
-        (
-            torch.linspace(0, 1, 3),
-            torch.zeros(4),
-            ValueError,
-            r"x and f must both have shape \(N,\) with N >= 2, got \(3,\) and \(4,\)",
-        ),
-        (
-            torch.linspace(0, 1, 3),
-            torch.zeros(3, 1),
-            ValueError,
-            r"x and f must both have shape \(N,\) with N >= 2, got \(3,\) and \(3, 1\)",
-        ),
-        (torch.tensor([0.5]), torch.tensor([1.0]), ValueError, r"N >= 2, got \(1,\) and \(1,\)"),
-        (torch.zeros(0), torch.zeros(0), ValueError, r"N >= 2, got \(0,\) and \(0,\)"),
-        (torch.tensor([0.0, 1.0, 1.0]), torch.zeros(3), ValueError, r"x must be strictly increasing"),
-        (torch.tensor([2.0, 1.0, 0.0]), torch.zeros(3), ValueError, r"x must be strictly increasing"),
-        (torch.tensor([0.0, float("nan"), 1.0]), torch.zeros(3), ValueError, r"x must be strictly increasing"),
-    ],
-    ids=[
-        "x-list",
-        "f-numpy",
-        "x-integer",
-        "f-integer",
-        "dtypes-differ",
-        "x-2-D",
-        "x-0-D",
-        "lengths-differ",
-        "f-2-D",
-        "one-point",
-        "empty",
-        "repeated-x",
-        "decreasing-x",
-        "nan-x",
-    ],
+    named_cases(
+        {
+            "x-list": ([0.0, 1.0], torch.tensor([0.0, 1.0]), TypeError, r"x must be a torch\.Tensor, got list"),
+            "f-numpy": (
+                torch.tensor([0.0, 1.0]),
+                np.array([0.0, 1.0]),
+                TypeError,
+                r"f must be a torch\.Tensor, got ndarray",
+            ),
+            "x-integer": (
+                torch.tensor([0, 1, 2]),
+                torch.zeros(3),
+                TypeError,
+                r"x must be a floating-point tensor.*got torch\.int64",
+            ),
+            "f-integer": (
+                torch.zeros(3),
+                torch.tensor([0, 1, 2]),
+                TypeError,
+                r"f must be a floating-point tensor.*got torch\.int64",
+            ),
+            "dtypes-differ": (
+                torch.tensor([0.0, 1.0]),
+                torch.tensor([0.0, 1.0], dtype=torch.float64),
+                TypeError,
+                r"f has dtype torch\.float64 but x has dtype torch\.float32",
+            ),
+            "x-2-D": (
+                torch.zeros(2, 3),
+                torch.zeros(2, 3),
+                ValueError,
+                r"x must have shape \(N,\).*got shape \(2, 3\) \(2-D\)",
+            ),
+            "x-0-D": (
+                torch.tensor(1.0),
+                torch.tensor(1.0),
+                ValueError,
+                r"x must have shape \(N,\).*got shape \(\) \(0-D\)",
+            ),
+            "lengths-differ": (
+                torch.linspace(0, 1, 3),
+                torch.zeros(4),
+                ValueError,
+                r"x and f must both have shape \(N,\) with N >= 2, got \(3,\) and \(4,\)",
+            ),
+            "f-2-D": (
+                torch.linspace(0, 1, 3),
+                torch.zeros(3, 1),
+                ValueError,
+                r"x and f must both have shape \(N,\) with N >= 2, got \(3,\) and \(3, 1\)",
+            ),
+            "one-point": (torch.tensor([0.5]), torch.tensor([1.0]), ValueError, r"N >= 2, got \(1,\) and \(1,\)"),
+            "empty": (torch.zeros(0), torch.zeros(0), ValueError, r"N >= 2, got \(0,\) and \(0,\)"),
+            "repeated-x": (torch.tensor([0.0, 1.0, 1.0]), torch.zeros(3), ValueError, r"x must be strictly increasing"),
+            "decreasing-x": (
+                torch.tensor([2.0, 1.0, 0.0]),
+                torch.zeros(3),
+                ValueError,
+                r"x must be strictly increasing",
+            ),
+            "nan-x": (
+                torch.tensor([0.0, float("nan"), 1.0]),
+                torch.zeros(3),
+                ValueError,
+                r"x must be strictly increasing",
+            ),
+        }
+    ),
 )
 def test_curve_mean_var_error_messages(x, f, error, match):
     with pytest.raises(error, match=match):
@@ -455,3 +478,102 @@ def test_plot_weight_comparison_accepts_a_tuple_of_axes_from_two_figures_order_k
     assert len(curves.get_lines()) >= 2 and not curves.containers  # curves only, no bars
     assert lag.get_title().startswith("Lagrange") and gauss.get_title().startswith("Gaussian")
     assert [len(c) for c in lag.containers] == [len(c) for c in gauss.containers] == [10]
+
+
+# ----------------------------------------------------------------------------------------------
+# Lagrange basis
+# ----------------------------------------------------------------------------------------------
+
+
+def _lagrange_loop(x, nodes):
+    """The product formula, written out with plain Python floats."""
+    rows = []
+    for xa in x.tolist():
+        row = []
+        for i, xi in enumerate(nodes.tolist()):
+            value = 1.0
+            for j, xj in enumerate(nodes.tolist()):
+                if j != i:
+                    value *= (xa - xj) / (xi - xj)
+            row.append(value)
+        rows.append(row)
+    return torch.tensor(rows, dtype=torch.float64)
+
+
+def test_lagrange_basis_hand_computed_two_nodes():
+    # nodes 0 and 2: l_0(x) = (x - 2) / (0 - 2), l_1(x) = x / 2
+    got = lagrange_basis(torch.tensor([0.0, 1.0, 3.0]), torch.tensor([0.0, 2.0]))
+    assert_close(got, torch.tensor([[1.0, 0.0], [0.5, 0.5], [-0.5, 1.5]]))
+
+
+def test_lagrange_basis_matches_product_formula_loop():
+    nodes, _ = lagrange_points()
+    x = torch.linspace(0.5, 9.0, 37, dtype=torch.float64)
+    assert_close(lagrange_basis(x, nodes), _lagrange_loop(x, nodes), rtol=1e-10, atol=1e-10)
+
+
+def test_lagrange_basis_is_one_at_own_node_zero_at_others():
+    nodes, _ = lagrange_points()
+    basis = lagrange_basis(nodes, nodes)
+    assert (basis - torch.eye(10, dtype=torch.float64)).abs().max() < 1e-9
+
+
+def test_lagrange_basis_rows_sum_to_one():
+    nodes, _ = lagrange_points()
+    x = torch.linspace(0.6, 8.8, 300, dtype=torch.float64)
+    assert (lagrange_basis(x, nodes).sum(1) - 1).abs().max() < 1e-9
+
+
+@pytest.mark.parametrize("num_nodes", [4, 5, 7, 10])
+def test_lagrange_basis_reproduces_a_cubic_exactly(num_nodes):
+    def cubic(t):
+        return 2 - t + 0.5 * t**2 - 0.1 * t**3
+
+    nodes = lagrange_points()[0][:num_nodes]
+    x = torch.linspace(0.6, 8.8, 200, dtype=torch.float64)
+    assert_close(lagrange_basis(x, nodes) @ cubic(nodes), cubic(x), rtol=1e-9, atol=1e-9)
+
+
+def test_lagrange_basis_interpolates_the_data_points():
+    x, y = lagrange_points()
+    assert_close(lagrange_basis(x, x) @ y, y)
+
+
+def test_lagrange_basis_keeps_dtype_and_inputs(dtype, call_unmodified):
+    nodes = torch.tensor([0.0, 1.0, 3.0], dtype=dtype)
+    x = torch.linspace(-1, 4, 11, dtype=dtype)
+    basis = call_unmodified(lagrange_basis, x, nodes)
+    assert basis.dtype == dtype and basis.shape == (11, 3)
+
+
+@pytest.mark.parametrize(
+    "x, nodes, error, match",
+    [
+        ([0.0, 1.0], torch.tensor([0.0, 1.0]), TypeError, r"x must be a torch\.Tensor, got list"),
+        (torch.tensor([0.0]), np.array([0.0, 1.0]), TypeError, r"nodes must be a torch\.Tensor, got ndarray"),
+        (torch.tensor([0.0]), torch.tensor([0, 1]), TypeError, r"nodes must be a floating-point tensor.*torch\.int64"),
+        (
+            torch.tensor([0.0]),
+            torch.tensor([0.0, 1.0], dtype=torch.float64),
+            TypeError,
+            r"nodes has dtype torch\.float64 but x has dtype torch\.float32",
+        ),
+        (
+            torch.zeros(2, 2),
+            torch.tensor([0.0, 1.0]),
+            ValueError,
+            r"x must have shape \(X,\).*got shape \(2, 2\) \(2-D\)",
+        ),
+        (torch.zeros(2), torch.zeros(2, 1), ValueError, r"nodes must have shape \(N,\).*got shape \(2, 1\) \(2-D\)"),
+        (torch.zeros(2), torch.zeros(0), ValueError, r"nodes must hold at least one node, got 0"),
+        (
+            torch.zeros(2),
+            torch.tensor([1.0, 2.0, 1.0]),
+            ValueError,
+            r"nodes must be distinct, got nodes\[0\] == nodes\[2\] == 1\.0",
+        ),
+    ],
+)
+def test_lagrange_basis_error_messages(x, nodes, error, match):
+    with pytest.raises(error, match=match):
+        lagrange_basis(x, nodes)

@@ -40,39 +40,40 @@ def _elu(x):
 
 
 # ----------------------------------------------------------------------------------------------------------------------
-# feature_map
+# apply_feature_map
 # ----------------------------------------------------------------------------------------------------------------------
 
 
-def test_feature_map_elu_and_relu_by_hand():
+def test_apply_feature_map_elu_and_relu_by_hand():
     x = torch.tensor([[-1.0, 0.0, 2.0]])
-    torch.testing.assert_close(ac.feature_map(x), torch.tensor([[math.exp(-1.0), 1.0, 3.0]]))
-    torch.testing.assert_close(ac.feature_map(x, "relu"), torch.tensor([[0.0, 0.0, 2.0]]))
+    torch.testing.assert_close(ac.apply_feature_map(x), torch.tensor([[math.exp(-1.0), 1.0, 3.0]]))
+    torch.testing.assert_close(ac.apply_feature_map(x, "relu"), torch.tensor([[0.0, 0.0, 2.0]]))
 
 
-def test_favor_features_by_hand_and_shared_vectors():
+def test_positive_random_features_by_hand_and_shared_vectors():
     x = torch.randn(4, 3, generator=torch.Generator().manual_seed(1))
-    phi = ac.feature_map(x, "favor", num_features=7, generator=torch.Generator().manual_seed(5))
+    phi = ac.apply_feature_map(x, "positive_random", num_features=7, generator=torch.Generator().manual_seed(5))
     w = torch.randn(7, 3, generator=torch.Generator().manual_seed(5))  # the same vectors w_r, drawn again
     want = torch.exp(x @ w.T - (x * x).sum(-1, keepdim=True) / 2) / math.sqrt(7)
     torch.testing.assert_close(phi, want)
     assert phi.shape == (4, 7) and bool((phi > 0).all())
 
 
-def test_favor_estimates_the_exponential_kernel():
+def test_positive_random_features_estimate_the_exponential_kernel():
     gen = torch.Generator().manual_seed(2)
     q, k = (F.normalize(torch.randn(1, 6, generator=gen, dtype=torch.float64), dim=-1) for _ in range(2))
     phi_q, phi_k = (
-        ac.feature_map(x, "favor", num_features=200_000, generator=torch.Generator().manual_seed(0)) for x in (q, k)
+        ac.apply_feature_map(x, "positive_random", num_features=200_000, generator=torch.Generator().manual_seed(0))
+        for x in (q, k)
     )
     assert (phi_q @ phi_k.T).item() == pytest.approx(math.exp((q @ k.T).item()), rel=0.02)
 
 
-def test_favor_features_of_a_huge_input_underflow_to_zero_and_attention_gives_zeros():
+def test_positive_random_features_of_a_huge_input_underflow_to_zero_and_attention_gives_zeros():
     x = torch.full((1, 1, 2), 500.0)  # |x|^2 / 2 = 250000 dwarfs w . x: every exp underflows to 0
 
     def phi(t):
-        return ac.feature_map(t, "favor", num_features=4, generator=torch.Generator().manual_seed(0))
+        return ac.apply_feature_map(t, "positive_random", num_features=4, generator=torch.Generator().manual_seed(0))
 
     assert bool((phi(x) == 0).all())
     assert bool((ac.linear_attention(x, x, torch.ones(1, 1, 3), phi) == 0).all())
@@ -86,27 +87,30 @@ def test_favor_weights_approach_softmax_weights_as_features_grow():
     assert errors[2] < 0.05
 
 
-def _favor(x, num_features=4, generator=0):
+phi = ac.apply_feature_map  # short, for the table of errors below
+
+
+def _random(x, num_features=4, generator=0):
     generator = torch.Generator().manual_seed(generator) if isinstance(generator, int) else generator
-    return ac.feature_map(x, "favor", num_features=num_features, generator=generator)
+    return ac.apply_feature_map(x, "positive_random", num_features=num_features, generator=generator)
 
 
 @pytest.mark.parametrize(
     "call, error, match",
     [
-        (lambda: ac.feature_map(torch.ones(2, 3), "softmax"), ValueError, r"kind must be one of \['elu', 'relu', "),
-        (lambda: ac.feature_map(torch.ones(2, 3), 3), TypeError, r"kind must be one of"),
-        (lambda: ac.feature_map(torch.ones(2, 3), "favor", generator=torch.Generator()), TypeError, r"num_features"),
-        (lambda: _favor(torch.ones(2, 3), num_features=0), ValueError, r"num_features must be an integer >= 1"),
-        (lambda: _favor(torch.ones(2, 3), generator=None), TypeError, r"generator must be a torch.Generator"),
-        (lambda: ac.feature_map(torch.ones(2, 3), "elu", num_features=4), ValueError, r"for kind='favor' only"),
-        (lambda: _favor(torch.ones(2, 0)), ValueError, r"last axis of size D >= 1"),
-        (lambda: ac.feature_map(torch.tensor(1.0)), ValueError, r"x must have shape \(\.\.\., D\)"),
-        (lambda: ac.feature_map(torch.tensor([1, 2])), TypeError, r"x must be a floating-point tensor"),
-        (lambda: ac.feature_map(torch.tensor([1.0, math.nan])), ValueError, r"x must be finite"),
+        (lambda: phi(torch.ones(2, 3), "softmax"), ValueError, r"kind must be one of \['elu', 'relu', "),
+        (lambda: phi(torch.ones(2, 3), 3), TypeError, r"kind must be one of"),
+        (lambda: phi(torch.ones(2, 3), "positive_random", generator=torch.Generator()), TypeError, r"num_features"),
+        (lambda: _random(torch.ones(2, 3), num_features=0), ValueError, r"num_features must be an integer >= 1"),
+        (lambda: _random(torch.ones(2, 3), generator=None), TypeError, r"generator must be a torch.Generator"),
+        (lambda: phi(torch.ones(2, 3), "elu", num_features=4), ValueError, r"for kind='positive_random' only"),
+        (lambda: _random(torch.ones(2, 0)), ValueError, r"last axis of size D >= 1"),
+        (lambda: phi(torch.tensor(1.0)), ValueError, r"x must have shape \(\.\.\., D\)"),
+        (lambda: phi(torch.tensor([1, 2])), TypeError, r"x must be a floating-point tensor"),
+        (lambda: phi(torch.tensor([1.0, math.nan])), ValueError, r"x must be finite"),
     ],
 )  # fmt: skip
-def test_feature_map_errors(call, error, match):
+def test_apply_feature_map_errors(call, error, match):
     with pytest.raises(error, match=match):
         call()
 
@@ -260,7 +264,7 @@ BETA = torch.full((2, 9), 0.5)
     "call, error, match",
     [
         (lambda: ac.linear_attention(Q, K, V, "softmax"), ValueError, r"feature_map must be one of \['elu', 'relu'\]"),
-        (lambda: ac.linear_attention(Q, K, V, "favor"), ValueError, r"feature_map='favor' needs its random vectors"),
+        (lambda: ac.linear_attention(Q, K, V, "positive_random"), ValueError, r"feature_map='positive_random' needs"),
         (lambda: ac.linear_attention(Q, K, V, lambda x: x.sum()), ValueError, r"feature_map must map queries"),
         (lambda: ac.linear_attention(Q, K, V, causal=1), TypeError, r"causal must be True or False"),
         (lambda: ac.linear_attention(Q, K[:, :4], V), ValueError, r"values must have one row per key"),
@@ -314,7 +318,7 @@ def test_fuzz_lists_and_wrong_types_are_refused_by_name(form):
     with pytest.raises(TypeError, match=r"keys must be a floating-point tensor"):
         _call(form, q, k.long(), v)
     with pytest.raises(TypeError, match=r"x must be a torch.Tensor, got list"):
-        ac.feature_map([[1.0, 2.0]])
+        ac.apply_feature_map([[1.0, 2.0]])
 
 
 @pytest.mark.parametrize("form", ALL_FORMS)

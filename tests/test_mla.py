@@ -40,7 +40,7 @@ def _by_hand(att, x):
         for t in range(T):
             scores = q[:, t : t + 1] @ k[:, : t + 1].transpose(1, 2) / math.sqrt(dh + dr)  # (B, 1, t + 1)
             out[:, t, rows] = (torch.softmax(scores, dim=-1) @ v[:, : t + 1])[:, 0]
-    return out @ att.W_O.weight.T
+    return out @ att.W_o.weight.T
 
 
 @pytest.mark.parametrize("rope_dim", [0, 4])
@@ -59,11 +59,11 @@ def test_weights_are_named_as_in_the_paper_with_the_papers_shapes():
         "W_UK.weight": (21, 5),
         "W_UV.weight": (21, 5),
         "W_Q.weight": (21, 12),
-        "W_O.weight": (12, 21),
+        "W_o.weight": (12, 21),  # the output projection has one name in every attention layer
         "W_QR.weight": (12, 12),
         "W_KR.weight": (4, 12),
     }
-    assert att.cache_values_per_token() == 9
+    assert att.numbers_cached_per_position() == 9
     assert not hasattr(_mla(rope_dim=0), "W_KR")
 
 
@@ -106,8 +106,9 @@ def test_the_cache_holds_the_latents_and_steps_equal_the_full_pass():
             outs.append(att(x[:, t : t + 1], cache=cache, absorbed=absorbed))
             cache.advance(torch.tensor([t]))
         assert_close(torch.cat(outs, dim=1), full)
-        assert tuple(cache.keys[0].shape) == (2, 1, 6, 5)  # the latents c_t, shared by the heads
-        assert tuple(cache.values[0].shape) == (2, 1, 6, 4)  # the RoPE keys
+        assert list(cache.layers[0]) == ["latent", "rope_key"]  # what latent attention keeps
+        assert tuple(cache.layers[0]["latent"].shape) == (2, 1, 6, 5)  # the latents c_t, shared by the heads
+        assert tuple(cache.layers[0]["rope_key"].shape) == (2, 1, 6, 4)  # the RoPE keys
         assert cache.nbytes() == kv_cache_bytes(1, None, None, 6, 8, 2, latent_dim=5, rope_dim=4)
 
 
@@ -146,7 +147,8 @@ def test_mla_model_ablation_and_head_writes():
         block = model.blocks[1]
         writes = block.head_writes()  # (B, H, T, D)
         off = model(tokens, ablate=[(1, 2)])
-        assert torch.equal(block.head_outputs[:, 2], torch.zeros_like(block.head_outputs[:, 2]))
+        heads = block.attention.head_outputs  # (B, H, T, dh)
+        assert torch.equal(heads[:, 2], torch.zeros_like(heads[:, 2]))
     assert tuple(writes.shape) == (2, 3, 8, 12)
     assert not torch.allclose(base, off)
 
@@ -196,15 +198,21 @@ def test_errors():
     with pytest.raises(ValueError, match="for attention='mla'"):
         DecoderOnlyLM(13, 12, 3, 2, 40, latent_dim=5)
     cache = KVCache(1)
-    with pytest.raises(ValueError, match="latent and rope_key must share"):
-        cache.update_latent(0, torch.zeros(1, 1, 3, 5), torch.zeros(1, 1, 2, 4))
-    cache.update_latent(0, torch.zeros(1, 1, 3, 5), torch.zeros(1, 1, 3, 4))
-    with pytest.raises(ValueError, match="cached latents"):
-        cache.update_latent(0, torch.zeros(1, 1, 1, 6), torch.zeros(1, 1, 1, 4))
-    with pytest.raises(TypeError, match="the cached latents"):
-        cache.update_latent(
-            0, torch.zeros(1, 1, 1, 5, dtype=torch.float64), torch.zeros(1, 1, 1, 4, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"latent and rope_key must share B and T \(axes 0 and 2\)"):
+        cache.update(0, latent=torch.zeros(1, 1, 3, 5), rope_key=torch.zeros(1, 1, 2, 4))
+    cache.update(0, latent=torch.zeros(1, 1, 3, 5), rope_key=torch.zeros(1, 1, 3, 4))
+    with pytest.raises(
+        ValueError, match=r"latent must have the B, axis 1 and axis 3 of the cached latent \(1, 1, 3, 5\)"
+    ):
+        cache.update(0, latent=torch.zeros(1, 1, 1, 6), rope_key=torch.zeros(1, 1, 1, 4))
+    with pytest.raises(TypeError, match="latent has dtype torch.float64 but the cached latent"):
+        cache.update(
+            0,
+            latent=torch.zeros(1, 1, 1, 5, dtype=torch.float64),
+            rope_key=torch.zeros(1, 1, 1, 4, dtype=torch.float64),
         )
+    with pytest.raises(ValueError, match="layer 0 of the cache keeps latent, rope_key, got k, v"):
+        cache.update(0, k=torch.zeros(1, 1, 1, 5), v=torch.zeros(1, 1, 1, 5))
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])

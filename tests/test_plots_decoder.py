@@ -20,7 +20,7 @@ from attn_course import (
     repeat_task,
     time_per_token,
 )
-from attn_course.lmtask import LMHistory
+from attn_course.lmtrain import LMHistory
 
 matplotlib.use("Agg")
 

@@ -1,4 +1,5 @@
-"""attn_course.plotting: heatmaps and the figures of the notebooks (Agg backend, see conftest)."""
+"""attn_course.plots.heatmaps (show_heatmaps) and the figures of notebook 01 in plots.pooling (Agg backend, see
+conftest)."""
 
 import inspect
 
@@ -7,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
-from matplotlib.collections import QuadMesh
+from _helpers import colorbars, heatmap_panels, only_mesh
 from matplotlib.figure import Figure
 from torch.testing import assert_close
 
@@ -30,21 +31,6 @@ def _rand(*shape, **kwargs):
     return torch.rand(*shape, generator=torch.Generator().manual_seed(0), **kwargs)
 
 
-def _panels(fig):
-    """The heatmap axes of a figure, without the colour bar."""
-    return [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
-
-
-def _colorbars(fig):
-    return [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
-
-
-def _mesh(ax):
-    meshes = [c for c in ax.collections if isinstance(c, QuadMesh)]
-    assert len(meshes) == 1
-    return meshes[0]
-
-
 def _small_data():
     return toy_regression(n_train=12, x_max=5.0, step=0.5, seed=1, dtype=torch.float64)
 
@@ -59,13 +45,13 @@ def test_show_heatmaps_panels_colorbar_and_shared_scale(shape, rows, cols, gen):
     matrices = torch.rand(*shape, generator=gen)
     fig = show_heatmaps(matrices)
     assert isinstance(fig, Figure)
-    panels = _panels(fig)
+    panels = heatmap_panels(fig)
     assert len(panels) == rows * cols
-    assert len(_colorbars(fig)) == 1
+    assert len(colorbars(fig)) == 1
     grid = matrices.reshape(rows, cols, 3, 4)
     expected_clim = (0.0, float(matrices.max()))  # default: min(0, data) to max(data)
     for i, ax in enumerate(panels):
-        mesh = _mesh(ax)
+        mesh = only_mesh(ax)
         assert mesh.get_clim() == pytest.approx(expected_clim)
         # panels in row order, each showing its own matrix
         np.testing.assert_allclose(
@@ -75,10 +61,10 @@ def test_show_heatmaps_panels_colorbar_and_shared_scale(shape, rows, cols, gen):
 
 def test_show_heatmaps_scale_includes_negative_values_and_honours_vmin_vmax():
     data = torch.tensor([[[-0.5, 1.0], [0.2, 0.3]], [[0.0, 2.0], [0.1, 0.4]]])
-    for ax in _panels(show_heatmaps(data)):
-        assert _mesh(ax).get_clim() == pytest.approx((-0.5, 2.0))
-    for ax in _panels(show_heatmaps(data, vmin=-1.0, vmax=3.0)):
-        assert _mesh(ax).get_clim() == pytest.approx((-1.0, 3.0))
+    for ax in heatmap_panels(show_heatmaps(data)):
+        assert only_mesh(ax).get_clim() == pytest.approx((-0.5, 2.0))
+    for ax in heatmap_panels(show_heatmaps(data, vmin=-1.0, vmax=3.0)):
+        assert only_mesh(ax).get_clim() == pytest.approx((-1.0, 3.0))
 
 
 def test_show_heatmaps_labels_titles_and_tokens():
@@ -94,7 +80,7 @@ def test_show_heatmaps_labels_titles_and_tokens():
         colorbar_label="weight",
         suptitle="all heads",
     )
-    panels = _panels(fig)
+    panels = heatmap_panels(fig)
     assert [ax.get_title() for ax in panels] == ["a", "b", "c", "d"]
     for i, ax in enumerate(panels):
         row, col = divmod(i, 2)
@@ -105,19 +91,19 @@ def test_show_heatmaps_labels_titles_and_tokens():
         assert [t.get_text() for t in ax.get_yticklabels()] == (tokens_q if col == 0 else [])
         bottom, top = ax.get_ylim()
         assert bottom > top  # the first query is the top row
-    assert _colorbars(fig)[0].get_ylabel() == "weight"
+    assert colorbars(fig)[0].get_ylabel() == "weight"
     assert fig.get_suptitle() == "all heads"
 
 
 def test_show_heatmaps_default_axis_labels_and_index_ticks():
-    (ax,) = _panels(show_heatmaps(_rand(2, 3)))
+    (ax,) = heatmap_panels(show_heatmaps(_rand(2, 3)))
     assert ax.get_xlabel() == "Keys" and ax.get_ylabel() == "Queries"
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "1", "2"]
 
 
 def test_show_heatmaps_thins_ticks_of_long_sequences():
     tokens = [f"t{i}" for i in range(30)]
-    (ax,) = _panels(show_heatmaps(_rand(2, 30), xticklabels=tokens))
+    (ax,) = heatmap_panels(show_heatmaps(_rand(2, 30), xticklabels=tokens))
     assert [t.get_text() for t in ax.get_xticklabels()] == tokens[::2]
 
 
@@ -127,7 +113,7 @@ def test_show_heatmaps_thins_ticks_of_long_sequences():
 )
 def test_show_heatmaps_annotations(annotate, shape, per_panel, gen):
     matrices = torch.rand(*shape, generator=gen)
-    panels = _panels(show_heatmaps(matrices, annotate=annotate, fmt=".3f"))
+    panels = heatmap_panels(show_heatmaps(matrices, annotate=annotate, fmt=".3f"))
     for ax, matrix in zip(panels, matrices.reshape(-1, *shape[-2:]), strict=True):
         texts = [t.get_text() for t in ax.texts]
         assert len(texts) == per_panel
@@ -148,7 +134,7 @@ def test_show_heatmaps_annotations(annotate, shape, per_panel, gen):
 def test_show_heatmaps_accepts_array_likes_and_keeps_them(matrices):
     before = matrices.detach().clone() if isinstance(matrices, torch.Tensor) else np.array(matrices, copy=True)
     fig = show_heatmaps(matrices)
-    assert len(_panels(fig)) == 1
+    assert len(heatmap_panels(fig)) == 1
     after = matrices.detach() if isinstance(matrices, torch.Tensor) else np.asarray(matrices)
     np.testing.assert_array_equal(np.asarray(after), np.asarray(before))
 
@@ -187,8 +173,8 @@ def test_show_heatmaps_per_panel_labels_each_panel_shows_its_own():
     keys = [["a", "b", "c", "d"], ["e", "f", "g", "h"], ["i", "j", "k", "l"], ["m", "n", "o", "p"]]
     queries = [["A", "B", "C"], ["D", "E", "F"], ["G", "H", "I"], ["J", "K", "L"]]
     fig = show_heatmaps(_rand(2, 2, 3, 4), xticklabels=keys, yticklabels=queries, titles=["1", "2", "3", "4"])
-    panels = _panels(fig)
-    assert len(panels) == 4 and len(_colorbars(fig)) == 1
+    panels = heatmap_panels(fig)
+    assert len(panels) == 4 and len(colorbars(fig)) == 1
     for i, ax in enumerate(panels):
         row, col = divmod(i, 2)
         assert [t.get_text() for t in ax.get_xticklabels()] == keys[i]  # inner panels too
@@ -201,7 +187,7 @@ def test_show_heatmaps_per_panel_labels_each_panel_shows_its_own():
 def test_show_heatmaps_per_panel_tuples_for_one_axis_only():
     keys = (("w1", "w2", "<pad>"), ("w1", "w2", "w3"))
     fig = show_heatmaps(_rand(2, 2, 3), xticklabels=keys, yticklabels=["q1", "q2"])
-    left, right = _panels(fig)
+    left, right = heatmap_panels(fig)
     assert [t.get_text() for t in left.get_xticklabels()] == ["w1", "w2", "<pad>"]
     assert [t.get_text() for t in right.get_xticklabels()] == ["w1", "w2", "w3"]
     assert [t.get_text() for t in right.get_yticklabels()] == ["q1", "q2"]
@@ -209,7 +195,7 @@ def test_show_heatmaps_per_panel_tuples_for_one_axis_only():
 
 def test_show_heatmaps_one_list_for_all_panels_labels_the_outer_panels_only():
     fig = show_heatmaps(_rand(2, 2, 3, 4), xticklabels=["a", "b", "c", "d"], yticklabels=["p", "q", "r"])
-    panels = _panels(fig)
+    panels = heatmap_panels(fig)
     for i, ax in enumerate(panels):
         row, col = divmod(i, 2)
         assert [t.get_text() for t in ax.get_xticklabels()] == (["a", "b", "c", "d"] if row == 1 else [])
@@ -220,7 +206,7 @@ def test_show_heatmaps_one_list_for_all_panels_labels_the_outer_panels_only():
 def test_show_heatmaps_per_panel_lists_label_every_panel_even_when_they_agree():
     # A slider that makes two sequences equal (notebook 05's lengths) keeps both panels' labels: no jump.
     fig = show_heatmaps(_rand(2, 3, 4), yticklabels=[["x", "y", "z"], ["x", "y", "z"]])
-    left, right = _panels(fig)
+    left, right = heatmap_panels(fig)
     assert [t.get_text() for t in left.get_yticklabels()] == ["x", "y", "z"]
     assert [t.get_text() for t in right.get_yticklabels()] == ["x", "y", "z"]
 
@@ -304,8 +290,8 @@ def test_plot_query_weights_draws_points_bars_and_prediction():
     values = torch.tensor([1.0, 3.0, 2.0, 5.0])
     # boxcar, h = 1.2: the keys 0, 1, 2 lie within 1.2 of the query 1.0 -> weights 1/3 each, prediction 2
     fig = plot_query_weights(1.0, keys, values, kernel="boxcar", bandwidth=1.2)
-    top, bottom = _panels(fig)
-    assert len(_colorbars(fig)) == 1
+    top, bottom = heatmap_panels(fig)
+    assert len(colorbars(fig)) == 1
     assert top.get_ylabel() and bottom.get_xlabel() and bottom.get_ylabel()
     assert "boxcar" in top.get_title() and "1.2" in top.get_title()
     bars = bottom.collections[0].get_segments()  # one vertical segment per key: (x, 0) to (x, weight)
@@ -319,7 +305,7 @@ def test_plot_query_weights_draws_points_bars_and_prediction():
 def test_plot_query_weights_gaussian_matches_nadaraya_watson(call_unmodified):
     d = _small_data()
     fig = call_unmodified(plot_query_weights, 2.0, d.x_train, d.y_train, "gaussian", 0.5)
-    _, bottom = _panels(fig)
+    _, bottom = heatmap_panels(fig)
     pred, weights = nadaraya_watson(torch.tensor([2.0], dtype=torch.float64), d.x_train, d.y_train, "gaussian", 0.5)
     np.testing.assert_allclose([bar[1, 1] for bar in bottom.collections[0].get_segments()], weights[0].numpy())
 
@@ -334,12 +320,12 @@ def test_plot_nw_fit_draws_the_fit_and_the_weights(call_unmodified):
     x_shuffled = d.x_train.flip(0)  # unsorted keys are sorted inside
     y_shuffled = d.y_train.flip(0)
     fig = call_unmodified(plot_nw_fit, x_shuffled, y_shuffled, d.x_test, d.y_test, kernel="epanechnikov", bandwidth=0.8)
-    left, right = _panels(fig)
-    assert len(_colorbars(fig)) == 1
+    left, right = heatmap_panels(fig)
+    assert len(colorbars(fig)) == 1
     pred, weights = nadaraya_watson(d.x_test, d.x_train, d.y_train, "epanechnikov", 0.8)  # x_train is sorted
     lines = {line.get_label(): line for line in left.get_lines()}
     np.testing.assert_allclose(lines["Nadaraya-Watson"].get_ydata(), pred.numpy())
-    mesh = _mesh(right)
+    mesh = only_mesh(right)
     np.testing.assert_allclose(np.asarray(mesh.get_array()).reshape(weights.shape), weights.numpy())
     assert mesh.get_clim()[0] == 0
     assert "epanechnikov" in left.get_title() and "0.8" in left.get_title()
@@ -373,7 +359,7 @@ def test_helper_returns_a_figure_without_show_or_global_changes(name, monkeypatc
     fig = draw()
     assert isinstance(fig, Figure)
     assert dict(matplotlib.rcParams) == before
-    panels = _panels(fig)
+    panels = heatmap_panels(fig)
     assert all(ax.get_xlabel() or ax.get_ylabel() for ax in panels)  # every panel is labelled
     assert any(ax.get_xlabel() for ax in panels) and any(ax.get_ylabel() for ax in panels)
     assert plt.get_fignums() == [fig.number]
@@ -397,8 +383,8 @@ def test_show_heatmaps_figure_values_match_weights_of_attention(gen):
     """End to end: the heatmap of nadaraya_watson's weights shows exactly those weights."""
     x = torch.rand(5, generator=gen) * 3
     _, weights = nadaraya_watson(torch.linspace(0, 3, 4), x, x, "gaussian", 0.5)
-    (ax,) = _panels(show_heatmaps(weights))
-    assert_close(torch.as_tensor(np.asarray(_mesh(ax).get_array()), dtype=torch.float32).reshape(4, 5), weights)
+    (ax,) = heatmap_panels(show_heatmaps(weights))
+    assert_close(torch.as_tensor(np.asarray(only_mesh(ax).get_array()), dtype=torch.float32).reshape(4, 5), weights)
 
 
 def _outside_px(fig: Figure) -> float:
@@ -428,7 +414,7 @@ def test_heatmap_figures_fit_their_picture_in_one_draw(make):
 
 def test_show_heatmaps_slants_every_panel_alike_and_numbers_stay_out_of_the_layout():
     fig = show_heatmaps(_rand(2, 3, 3), xticklabels=[["a", "b", "c"], ["a", "b", "<pad>"]])
-    rotations = {t.get_rotation() for ax in _panels(fig) for t in ax.get_xticklabels()}
+    rotations = {t.get_rotation() for ax in heatmap_panels(fig) for t in ax.get_xticklabels()}
     assert rotations == {45.0}  # one panel's long label slants both panels' labels
-    assert all(not t.get_in_layout() for ax in _panels(fig) for t in ax.texts)  # inside the cells
+    assert all(not t.get_in_layout() for ax in heatmap_panels(fig) for t in ax.texts)  # inside the cells
     plt.close(fig)

@@ -1,8 +1,7 @@
-"""attn_course.plots.rotary: the figures of notebook 11 and their redraw in place."""
+"""attn_course.plots.rotary and plots.extrapolation: the figures of notebook 11 and their redraw in place."""
 
 import math
 
-import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -20,14 +19,6 @@ from attn_course import (
     rope_frequencies,
     yarn_ramp,
 )
-
-matplotlib.use("Agg")
-
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
 
 
 def _vectors(d=16, seed=0):

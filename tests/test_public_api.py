@@ -16,7 +16,7 @@ import pytest
 import attn_course
 
 # Every public module of the package, found rather than listed, so that a new module is checked too.
-# Modules inside the package's folders (plots.pooling, widgets.panel, checks.nb01) included.
+# Modules inside the package's folders (plots.pooling, widgets.panel, checks.pooling) included.
 SUBMODULES = sorted(
     m.name
     for m in pkgutil.walk_packages(attn_course.__path__)
@@ -158,7 +158,7 @@ def test_the_student_api_list_names_only_public_names():
 # A private name of a dependency (matplotlib's, torch's, ipywidgets') can change in any release: the package reads and
 # calls none. Found in the source, not listed: an attribute that starts with "_" (but for dunders) may only be read
 # on self or cls, or on a module of attn_course itself; keyword arguments and imported names follow the same rule.
-OWN_MODULES = {"_validate", "_feedback"}
+OWN_MODULES = {"_validate"}
 
 
 def _private_uses(path: Path) -> list[str]:

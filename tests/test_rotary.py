@@ -1,4 +1,4 @@
-"""attn_course.rotary: apply_rope and alibi_bias."""
+"""attn_course.rotary and extrapolation: apply_rope, alibi_bias, and RoPE's frequencies under each context extension."""
 
 import math
 

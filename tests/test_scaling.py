@@ -12,7 +12,7 @@ from _helpers import refused
 from matplotlib.figure import Figure
 
 from attn_course import dot_product_variance, mean_entropy, plot_saturation
-from attn_course.scaling import _softmax_entropy as softmax_entropy
+from attn_course.scaling import softmax_entropy
 
 LOG16 = math.log(16)  # 2.7726: the entropy of a uniform row over the default 16 keys
 

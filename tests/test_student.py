@@ -140,27 +140,28 @@ def exercises_without_a_code_cell(cells: list[dict]) -> list[str]:
     return missing
 
 
+def assert_none_found(path: Path, find, fault: str) -> None:
+    """``find(cells)`` lists the places in the notebook at ``path`` that have the fault; there must be none."""
+    found = find(json.loads(path.read_text(encoding="utf-8"))["cells"])
+    assert not found, f"{path.name}: {fault}:\n" + "\n".join(found)
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_solution_text_is_only_in_solution_cells(path):
-    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    leaks = leaked_solution_text(cells) + solution_sentences_elsewhere(cells)
-    assert not leaks, f"{path.name}: text after a solution cell stays in the student edition; tag it solution:\n" + (
-        "\n".join(leaks)
-    )
+    fault = "text after a solution cell stays in the student edition; tag it solution"
+    assert_none_found(path, lambda cells: leaked_solution_text(cells) + solution_sentences_elsewhere(cells), fault)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_every_exercise_leaves_a_code_cell_for_the_students_work(path):
-    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    missing = exercises_without_a_code_cell(cells)
-    assert not missing, f"{path.name}: exercises with no code cell in the student edition:\n" + "\n".join(missing)
+    assert_none_found(path, exercises_without_a_code_cell, "exercises with no code cell in the student edition")
 
 
-def _markdown(source, *tags):
+def markdown_cell(source, *tags):
     return {"cell_type": "markdown", "metadata": {"tags": list(tags)}, "source": source}
 
 
-def _code(source, *tags):
+def code_cell(source, *tags):
     return {"cell_type": "code", "metadata": {"tags": list(tags)}, "source": source, "outputs": []}
 
 
@@ -168,34 +169,38 @@ def test_the_two_checks_find_what_the_student_edition_would_show_or_lack():
     """A solution's explanation sharing a cell with the next exercise is found; so is an open question with no cell
     to work in; the right layout passes both."""
     shared = [
-        _markdown("**1.** Compute x."),
-        _code("x = None"),
-        _code("x = 1", "solution"),
-        _markdown("Because x is 1.\n\n**2.** Why?"),
-        _code(""),
-        _markdown("**Further reading**: a book."),
+        markdown_cell("**1.** Compute x."),
+        code_cell("x = None"),
+        code_cell("x = 1", "solution"),
+        markdown_cell("Because x is 1.\n\n**2.** Why?"),
+        code_cell(""),
+        markdown_cell("**Further reading**: a book."),
     ]
     assert leaked_solution_text(shared) == ["cell 3: 'Because x is 1.\\n\\n**2.** Why?'"]
     copied = [
-        _markdown("**1.** Why is the sky blue?"),
-        _code(""),
-        _markdown("Short light scatters more than long light does in air.", "solution"),
-        _markdown("**2.** Next. Short light scatters more than long light does in air."),
-        _code(""),
+        markdown_cell("**1.** Why is the sky blue?"),
+        code_cell(""),
+        markdown_cell("Short light scatters more than long light does in air.", "solution"),
+        markdown_cell("**2.** Next. Short light scatters more than long light does in air."),
+        code_cell(""),
     ]
     assert leaked_solution_text(copied) == []  # the cell opens with its exercise: only the sentence check finds it
     assert solution_sentences_elsewhere(copied) == ["cell 2: 'Short light scatters more than long light does in air.'"]
     assert exercises_without_a_code_cell(shared) == []
-    open_question = [_markdown("**1.** Why?"), _markdown("Because.", "solution"), _markdown("**Further reading**")]
+    open_question = [
+        markdown_cell("**1.** Why?"),
+        markdown_cell("Because.", "solution"),
+        markdown_cell("**Further reading**"),
+    ]
     assert exercises_without_a_code_cell(open_question) == ["cell 0: **1.** '**1.** Why?'"]
     right = [
-        _markdown("## Exercises\n\n**1.** Why?"),
-        _code(""),
-        _markdown("Because.", "solution"),
-        _markdown("**2.** And?"),
-        _code("y = None"),
-        _code("y = 2", "solution"),
-        _markdown("So.", "solution"),
-        _markdown("[back](x)", "nav"),
+        markdown_cell("## Exercises\n\n**1.** Why?"),
+        code_cell(""),
+        markdown_cell("Because.", "solution"),
+        markdown_cell("**2.** And?"),
+        code_cell("y = None"),
+        code_cell("y = 2", "solution"),
+        markdown_cell("So.", "solution"),
+        markdown_cell("[back](x)", "nav"),
     ]
     assert leaked_solution_text(right) == [] and exercises_without_a_code_cell(right) == []

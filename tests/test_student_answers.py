@@ -3,13 +3,12 @@ self-checked exercise's answer away above the exercise, and promises no solution
 calls the course's own checks, so it runs wherever the course's dependencies are installed."""
 
 import io
-import json
 import keyword
 import re
 import tokenize
 
 import pytest
-from test_student import EXERCISE, NOTEBOOKS, _code, _markdown, is_solution
+from test_student import EXERCISE, NOTEBOOKS, assert_none_found, code_cell, is_solution, markdown_cell
 
 from attn_course import checks as course_checks
 
@@ -200,18 +199,13 @@ def promised_solutions(cells: list[dict]) -> list[str]:
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_the_student_edition_shows_no_answer_before_its_exercise(path):
-    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    shown = answers_shown_before(cells, lambda name: getattr(course_checks, name))
-    assert not shown, f"{path.name}: the student edition gives these answers away above the exercise:\n" + (
-        "\n".join(shown)
-    )
+    fault = "the student edition gives these answers away above the exercise"
+    assert_none_found(path, lambda cells: answers_shown_before(cells, lambda name: getattr(course_checks, name)), fault)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_the_student_edition_promises_no_solution_it_lacks(path):
-    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    promises = promised_solutions(cells)
-    assert not promises, f"{path.name}: the student edition has no solutions, yet says:\n" + "\n".join(promises)
+    assert_none_found(path, promised_solutions, "the student edition has no solutions, yet says")
 
 
 def _check_48(answer):  # the shape of a course check: a Feedback-like verdict, truthy when right
@@ -232,19 +226,19 @@ def test_the_answer_finders_find_each_way_an_answer_shows_and_pass_a_clean_noteb
     checks = {"check_48": _check_48, "check_bytes": _check_bytes, "check_fn": lambda fn: None}
     shown_code = "def f(x):\n    y = torch.exp(x - x.max(dim=-1).values) * 2.0 + x.sum(dim=-1)\n    return y / 4\n"
     exercises = [
-        _markdown("**1.** How many bytes move? Answer with a number."),
-        _code("moved = None\nchecks.check_bytes(moved)"),
-        _code("moved = 69206016\nchecks.check_bytes(moved)", "solution"),
-        _markdown("**2.** Keys of size $D = 48$: how many pairs?"),
-        _code("pairs = None\nchecks.check_48(pairs)"),
-        _code("pairs = 48\nchecks.check_48(pairs)", "solution"),
-        _markdown("**3.** *Build it.* Write `g(x)`."),
-        _code("def g(x):\n    return None\n\n\nchecks.check_fn(g)"),
-        _code(shown_code.replace("def f", "def g") + "\n\nchecks.check_fn(g)", "solution"),
+        markdown_cell("**1.** How many bytes move? Answer with a number."),
+        code_cell("moved = None\nchecks.check_bytes(moved)"),
+        code_cell("moved = 69206016\nchecks.check_bytes(moved)", "solution"),
+        markdown_cell("**2.** Keys of size $D = 48$: how many pairs?"),
+        code_cell("pairs = None\nchecks.check_48(pairs)"),
+        code_cell("pairs = 48\nchecks.check_48(pairs)", "solution"),
+        markdown_cell("**3.** *Build it.* Write `g(x)`."),
+        code_cell("def g(x):\n    return None\n\n\nchecks.check_fn(g)"),
+        code_cell(shown_code.replace("def f", "def g") + "\n\nchecks.check_fn(g)", "solution"),
     ]
-    giving = _code(shown_code + 'print("tiled: 66 MiB")')
+    giving = code_cell(shown_code + 'print("tiled: 66 MiB")')
     giving["outputs"] = [{"output_type": "stream", "name": "stdout", "text": "tiled: 66 MiB\n"}]
-    above = [_markdown("A state of size D holds at most $D$ keys exactly."), giving]
+    above = [markdown_cell("A state of size D holds at most $D$ keys exactly."), giving]
     found = answers_shown_before(above + exercises, checks.get)
     assert [line.split(":")[0] for line in found] == [
         "exercise 1 (check_bytes)",  # once, though both the code that prints it and its output show it
@@ -252,9 +246,13 @@ def test_the_answer_finders_find_each_way_an_answer_shows_and_pass_a_clean_noteb
         "exercise 3 (check_fn)",
     ]
     assert "'66 MiB'" in found[0] and "'at most d'" in found[1] and "100%" in found[2]
-    clean = [_markdown("A state holds only so many keys; 48.0 and 2.008 are numbers of no exercise."), _code("x = 1")]
+    clean = [
+        markdown_cell("A state holds only so many keys; 48.0 and 2.008 are numbers of no exercise."),
+        code_cell("x = 1"),
+    ]
     assert answers_shown_before(clean + exercises, checks.get) == []
-    assert promised_solutions([_markdown("Each exercise is followed by a worked solution, collapsed.")]) != []
+    assert promised_solutions([markdown_cell("Each exercise is followed by a worked solution, collapsed.")]) != []
     assert (
-        promised_solutions([_markdown("In the course edition each exercise is followed by a worked solution.")]) == []
+        promised_solutions([markdown_cell("In the course edition each exercise is followed by a worked solution.")])
+        == []
     )

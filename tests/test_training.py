@@ -25,7 +25,7 @@ from attn_course import (
     show_heatmaps,
     train_seq2seq,
 )
-from attn_course.plots.training import _alignment_panels as alignment_panels
+from attn_course.plots.seq2seq import _alignment_panels as alignment_panels
 from attn_course.tasks import BOS, EOS, PAD, make_batch, reversal_task, to_text
 
 

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import torch
+from _helpers import heatmap_panels, named_cases
 from matplotlib.collections import QuadMesh
 from matplotlib.figure import Figure
 from torch import nn
@@ -394,46 +395,61 @@ TGT_IN = torch.tensor([[BOS, 5], [BOS, 6]])
 
 @pytest.mark.parametrize(
     "src, src_len, tgt_in, error, match",
-    [
-        ([[4, 5, EOS]], SRC_LEN, TGT_IN, TypeError, r"src must be a torch\.Tensor, got list"),
-        (
-            SRC.float(),
-            SRC_LEN,
-            TGT_IN,
-            TypeError,
-            r"src must be a \(B, T\) int64 tensor of token ids, got torch\.float",
-        ),
-        (SRC, SRC_LEN.int(), TGT_IN, TypeError, r"src_len must be an int64 tensor of shape \(2,\), got torch\.int32"),
-        (SRC, torch.tensor([3, 4]), TGT_IN, ValueError, r"src_len must lie in \[1, S = 3\], got \[3, 4\]"),
-        (SRC, SRC_LEN, TGT_IN.float(), TypeError, r"tgt_in must be a \(B, T\) int64 tensor of token ids"),
-        (SRC, SRC_LEN, TGT_IN + 12, ValueError, r"tgt_in must hold token ids in \[0, 13\), got values 13\.\.18"),
-        (SRC, SRC_LEN, torch.tensor([[BOS, 5]] * 3), ValueError, r"tgt_in"),
-        (
-            torch.full((2, 13), 4),
-            torch.tensor([13, 2]),
-            TGT_IN,
-            ValueError,
-            r"src has 13 positions; this model encodes at most max_len = 12",
-        ),
-        (
-            SRC,
-            SRC_LEN,
-            torch.full((2, 13), 4),
-            ValueError,
-            r"tgt_in has 13 positions; this model encodes at most max_len = 12",
-        ),
-    ],
-    ids=[
-        "src-list",
-        "src-float",
-        "len-int32",
-        "len-too-long",
-        "tgt-float",
-        "tgt-ids",
-        "tgt-batch",
-        "src-long",
-        "tgt-long",
-    ],
+    named_cases(
+        {
+            "src-list": ([[4, 5, EOS]], SRC_LEN, TGT_IN, TypeError, r"src must be a torch\.Tensor, got list"),
+            "src-float": (
+                SRC.float(),
+                SRC_LEN,
+                TGT_IN,
+                TypeError,
+                r"src must be a \(B, T\) int64 tensor of token ids, got torch\.float",
+            ),
+            "len-int32": (
+                SRC,
+                SRC_LEN.int(),
+                TGT_IN,
+                TypeError,
+                r"src_len must be an int64 tensor of shape \(2,\), got torch\.int32",
+            ),
+            "len-too-long": (
+                SRC,
+                torch.tensor([3, 4]),
+                TGT_IN,
+                ValueError,
+                r"src_len must lie in \[1, S = 3\], got \[3, 4\]",
+            ),
+            "tgt-float": (
+                SRC,
+                SRC_LEN,
+                TGT_IN.float(),
+                TypeError,
+                r"tgt_in must be a \(B, T\) int64 tensor of token ids",
+            ),
+            "tgt-ids": (
+                SRC,
+                SRC_LEN,
+                TGT_IN + 12,
+                ValueError,
+                r"tgt_in must hold token ids in \[0, 13\), got values 13\.\.18",
+            ),
+            "tgt-batch": (SRC, SRC_LEN, torch.tensor([[BOS, 5]] * 3), ValueError, r"tgt_in"),
+            "src-long": (
+                torch.full((2, 13), 4),
+                torch.tensor([13, 2]),
+                TGT_IN,
+                ValueError,
+                r"src has 13 positions; this model encodes at most max_len = 12",
+            ),
+            "tgt-long": (
+                SRC,
+                SRC_LEN,
+                torch.full((2, 13), 4),
+                ValueError,
+                r"tgt_in has 13 positions; this model encodes at most max_len = 12",
+            ),
+        }
+    ),
 )
 def test_forward_error_messages(src, src_len, tgt_in, error, match):
     """STYLE 5: also a tgt_in with another batch size than src is named (not 'queries, keys and values')."""
@@ -487,10 +503,6 @@ def test_constructor_error_messages(kwargs, match, int_error, number_error):
 # ----------------------------------------------------------------------------------------------
 
 
-def _panels(fig):
-    return [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
-
-
 def _panel_data(ax):
     meshes = [c for c in ax.collections if isinstance(c, QuadMesh)]
     assert len(meshes) == 1
@@ -527,7 +539,7 @@ def test_plot_transformer_attention_one_panel_per_layer_and_head(
     batch, tokens, weights = _decoded()
     fig = plot_transformer_attention(weights, batch, tokens, index=index, kind=kind)
     assert isinstance(fig, Figure)
-    panels = _panels(fig)
+    panels = heatmap_panels(fig)
     titles = ["layer 0, head 0", "layer 0, head 1", "layer 1, head 0", "layer 1, head 1"]  # counted from 0
     assert [ax.get_title() for ax in panels] == titles
     for i, ax in enumerate(panels):

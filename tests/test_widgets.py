@@ -27,6 +27,7 @@ from attn_course import (
     slider_panel,
 )
 from attn_course.data import lagrange_points, toy_regression
+from attn_course.widgets.panel import SliderPanel
 
 
 class RecordingPlot:
@@ -214,12 +215,6 @@ def test_slider_panel_shows_whole_descriptions():
 # ---- the panel's own drawing: straight to PNG; a new figure, or the same one updated in place ----
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-
-
-def _pixels(fig):
-    """Draw ``fig`` with its own layout engine and return its RGBA pixels."""
-    fig.canvas.draw()
-    return np.asarray(fig.canvas.buffer_rgba()).copy()
 
 
 def test_render_returns_one_png_per_figure_and_calls_plot_fn_with_the_change():
@@ -419,6 +414,57 @@ def test_an_update_that_returns_true_gets_a_new_figure_drawn_afresh():
     got = panel.render(h=300.0)
     assert plot.built == 2 and np.array_equal(_image(got[0]), _image(_plain_png(ScaledPlot()(h=300.0))))
     plt.close("all")
+
+
+# ---- SliderPanel's steps one at a time: build, update, draw (which freezes a kept figure's layout), render ----
+
+
+def test_the_steps_build_once_update_the_artists_and_freeze_the_layout_at_the_first_draw():
+    data = toy_regression(n_train=15, step=0.5, seed=2)
+    fixed = {"x_train": data.x_train, "y_train": data.y_train, "x_test": data.x_test}
+    panel = SliderPanel(plot_nw_fit, {"bandwidth": widgets.FloatSlider(value=0.5)}, fixed)
+    built = panel.figure  # the defaults, built when the panel is made
+    assert built.axes[0].get_title() == "gaussian kernel, bandwidth h = 0.5" and panel.frozen is None
+    assert panel.update({"bandwidth": 0.7}) is True and panel.figure is built
+    assert built.axes[0].get_title() == "gaussian kernel, bandwidth h = 0.7"
+    assert not isinstance(built.get_layout_engine(), PlaceHolderLayoutEngine), "frozen before it was ever drawn"
+    (picture,) = panel.draw(bandwidth=0.9)
+    assert panel.figure is built and panel.frozen is built
+    assert isinstance(built.get_layout_engine(), PlaceHolderLayoutEngine)
+    assert picture.dtype == np.uint8 and picture.shape[2] == 4  # (height, width, RGBA)
+    assert np.array_equal(picture, _image(_plain_png(plot_nw_fit(**fixed, bandwidth=0.9))))
+    assert np.array_equal(_image(panel.render(bandwidth=0.9)[0]), picture)
+    plt.close("all")
+
+
+def test_update_gives_the_figure_up_when_its_layout_cannot_show_the_values():
+    plot = ScaledPlot()
+    panel = SliderPanel(plot, {"h": widgets.FloatSlider(value=2.0, min=0, max=500)}, {})
+    kept = panel.figure
+    assert panel.update({"h": 5.0}) is True and panel.figure is kept
+    assert panel.update({"h": 400.0}) is False and panel.figure is None
+    assert plot.built == 1, "update never builds a figure; draw does"
+    panel.draw(h=400.0)
+    assert plot.built == 2 and panel.figure not in (None, kept)
+    plt.close("all")
+
+
+def test_a_plain_figure_is_not_kept_and_update_leaves_it_to_build():
+    plot = RecordingPlot()
+    panel = SliderPanel(plot, {"h": widgets.FloatSlider(value=1.0)}, {})
+    assert panel.figure is None and panel.update({"h": 2.0}) is False
+    assert len(panel.build({"h": 2.0})) == 1 and panel.figure is None
+    assert [call["h"] for call in plot.calls] == [1.0, 2.0]
+
+
+def test_render_shows_the_pictures_drawn_ahead_without_drawing():
+    plot = TitledPlot()
+    panel = SliderPanel(plot, {"kind": widgets.Dropdown(options=["a", "b"], value="a")}, {"h": 1.0})
+    assert panel.ahead == {}
+    panel.draw_ahead()
+    assert set(panel.ahead) == {("a",), ("b",)}
+    calls = len(plot.calls)
+    assert panel.render(kind="b") == list(panel.ahead[("b",)]) and len(plot.calls) == calls
 
 
 def test_render_turns_the_garbage_collector_back_on_even_when_plot_fn_fails():

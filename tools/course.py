@@ -347,15 +347,20 @@ class Exercise:
     build: bool  # a "Build it" exercise: a function to write
 
 
+def student_cells(nb):
+    """The cells a student works through: neither solutions nor the navigation links."""
+    for cell in nb.cells:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if "solution" not in tags and "nav" not in tags:
+            yield cell
+
+
 def exercises(nb) -> list[Exercise]:
     """The exercises after a notebook's ``## Exercises`` heading: a markdown cell that starts a line with **N.**, and
     the cells up to the next one. An exercise is checked automatically when one of those cells that is not a
     solution calls ``checks.check_...``."""
     found, started = [], False
-    for cell in nb.cells:
-        tags = cell.get("metadata", {}).get("tags", [])
-        if "solution" in tags or "nav" in tags:
-            continue
+    for cell in student_cells(nb):
         if cell.cell_type == "markdown":
             started = started or "## Exercises" in cell.source
             body = cell.source.split("## Exercises", 1)[-1]
@@ -380,10 +385,7 @@ EXERCISE_MINUTES = {"build": 15, "checked": 5, "open": 12}
 def estimate_minutes(nb) -> int:
     """A student's minutes for a notebook, from its words, code cells and exercises (solutions left out)."""
     words, cells, in_exercises = 0, 0, False
-    for cell in nb.cells:
-        tags = cell.get("metadata", {}).get("tags", [])
-        if "solution" in tags or "nav" in tags:
-            continue
+    for cell in student_cells(nb):
         if cell.cell_type == "markdown":
             in_exercises = in_exercises or "## Exercises" in cell.source
             words += len(re.sub(r"\$[^$]*\$", "x", cell.source).split())  # a formula counts as a word

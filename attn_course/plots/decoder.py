@@ -1,8 +1,8 @@
 """Figures of notebook 09: training curves of the two halves, head patterns, the next-token distribution, the
 time per generated token and the cache bytes per token of published models.
 
-The model, the cache and the training loop are in ``decoder``, ``kvcache``, ``generation`` and ``lmtask``; this
-module only draws what they return.
+The model, the cache, the training loop and the scores are in ``decoder``, ``kvcache``, ``generation``, ``lmtrain``
+and ``lmeval``; this module only draws what they return.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from matplotlib.figure import Figure
 from .._validate import require_float, require_int, require_rank
 from ..cost import loglog_slope
 from ..generation import next_token_probs
-from ..lmtask import LMHistory
-from .heatmaps import _draw_matrix, _new_axes, _np, _thin_ticks
+from ..lmtrain import LMHistory
+from .base import as_numpy, draw_matrix, new_axes, thin_ticks
 
 __all__ = [
     "plot_half_losses",
@@ -42,7 +42,7 @@ def plot_half_losses(history: LMHistory, vocab_size: int, smooth: int = 10, ax=N
         raise TypeError(f"history must be the LMHistory of train_lm, got {type(history).__name__}")
     require_int(vocab_size, "vocab_size", 2)
     require_int(smooth, "smooth")
-    fig, ax = _new_axes(ax, figsize)
+    fig, ax = new_axes(ax, figsize)
     kernel = np.ones(smooth) / smooth
     for values, label in (
         (history.first_half, "first half (new tokens)"),
@@ -65,8 +65,8 @@ def plot_head_scores(scores: dict[str, torch.Tensor], figsize=(7.0, 2.6)) -> Fig
     for ax, (name, title) in zip(
         axes, (("previous", "previous-token score"), ("induction", "induction score")), strict=True
     ):
-        data = _np(scores[name])
-        mesh = _draw_matrix(ax, data, 0.0, 1.0, "viridis", annotate=True)
+        data = as_numpy(scores[name])
+        mesh = draw_matrix(ax, data, 0.0, 1.0, "viridis", annotate=True)
         ax.set_xticks(np.arange(data.shape[1]) + 0.5, [str(h) for h in range(data.shape[1])])
         ax.set_yticks(np.arange(data.shape[0]) + 0.5, [f"layer {layer}" for layer in range(data.shape[0])])
         ax.set(xlabel="head", title=title)
@@ -106,9 +106,9 @@ def plot_head_patterns(weights: torch.Tensor, heads, labels=None, titles=None, f
             )
     fig, axes = plt.subplots(1, len(heads), figsize=figsize, layout="constrained", squeeze=False)
     for i, (ax, (layer, head)) in enumerate(zip(axes[0], heads, strict=True)):
-        mesh = _draw_matrix(ax, _np(weights[layer, head]), 0.0, 1.0, "Blues", annotate=False)
-        _thin_ticks(ax, "x", labels, n, max_ticks=40)
-        _thin_ticks(ax, "y", labels, n, max_ticks=40)
+        mesh = draw_matrix(ax, as_numpy(weights[layer, head]), 0.0, 1.0, "Blues", annotate=False)
+        thin_ticks(ax, "x", labels, n, max_ticks=40)
+        thin_ticks(ax, "y", labels, n, max_ticks=40)
         ax.tick_params(labelsize=6)
         ax.set(xlabel="key position", title=titles[i] if titles else f"layer {layer}, head {head}")
         if i == 0:
@@ -135,8 +135,8 @@ def plot_next_token(
             truly comes next, drawn in another colour (optional).
     """
     require_rank(logits, "logits", (1,), "(C,)")
-    probs = _np(next_token_probs(logits, temperature, top_k))
-    fig, ax = _new_axes(ax, figsize)
+    probs = as_numpy(next_token_probs(logits, temperature, top_k))
+    fig, ax = new_axes(ax, figsize)
     colours = ["tab:blue"] * len(probs)
     if target is not None:
         colours[int(target)] = "tab:orange"
@@ -152,7 +152,7 @@ def plot_next_token(
         """New values on the same artists (see ``attn_course.widgets``); True for other logits, labels or target."""
         if logits is not built[0] or labels is not built[1] or target != built[2]:
             return True
-        probs = _np(next_token_probs(logits, temperature, top_k))
+        probs = as_numpy(next_token_probs(logits, temperature, top_k))
         for bar, p in zip(bars, probs, strict=True):
             bar.set_height(float(p))
         title.set_text(_next_token_title(probs, temperature, top_k))
@@ -181,7 +181,7 @@ def plot_time_per_token(lengths, seconds: dict[str, list[float]], ax=None, figsi
         if not hasattr(values, "__len__") or len(values) != len(lengths):
             count = len(values) if hasattr(values, "__len__") else type(values).__name__
             raise ValueError(f"seconds[{name!r}] must hold one time per length ({len(lengths)}), got {count}")
-    fig, ax = _new_axes(ax, figsize)
+    fig, ax = new_axes(ax, figsize)
     for (name, values), marker in zip(seconds.items(), "os^", strict=False):
         slope = loglog_slope(list(lengths), list(values))
         ax.loglog(lengths, np.asarray(values) * 1e3, marker=marker, label=f"{name} (slope {slope + 0.0:.2f})")
@@ -205,7 +205,7 @@ def plot_cache_bytes(values_per_token: dict[str, int], bytes_per_value: int = 2,
         )
     counts = [require_int(v, f"values_per_token[{k!r}]") for k, v in values_per_token.items()]
     require_int(bytes_per_value, "bytes_per_value", 1, 8)
-    fig, ax = _new_axes(ax, figsize)
+    fig, ax = new_axes(ax, figsize)
     names = list(values_per_token)
     y = np.arange(len(names))[::-1]
     widths = np.asarray(counts, dtype=float) * bytes_per_value / 1024

@@ -1,6 +1,6 @@
 """Figures of notebook 02: Lagrange basis polynomials, their weights against Nadaraya-Watson's, noisy fits.
 
-The estimators are ``kernels.lagrange_basis`` and ``kernels.nadaraya_watson``; this module only draws them.
+The estimators are ``interpolation.lagrange_basis`` and ``pooling.nadaraya_watson``; this module only draws them.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from matplotlib.ticker import MaxNLocator
 
 from .._validate import require_float, require_int, require_number, require_rank
 from ..data import noisy_samples, true_function
-from ..kernels import lagrange_basis, nadaraya_watson
-from .heatmaps import _np, _same_length, _vectors
+from ..interpolation import lagrange_basis
+from ..pooling import nadaraya_watson
+from .base import as_numpy, float_vectors, require_same_length
 
 __all__ = ["plot_lagrange_basis", "plot_weight_comparison", "plot_noisy_fit"]
 
@@ -51,11 +52,18 @@ def plot_lagrange_basis(
     for i in range(n):
         strong = not highlight or i in highlight
         width, alpha = (2.2 if highlight else 1.0, 1.0) if strong else (0.8, 0.3)
-        ax.plot(_np(x), _np(basis[:, i]), color=colours(i % 10), linewidth=width, alpha=alpha, label=f"$l_{{{i}}}$")
+        ax.plot(
+            as_numpy(x),
+            as_numpy(basis[:, i]),
+            color=colours(i % 10),
+            linewidth=width,
+            alpha=alpha,
+            label=f"$l_{{{i}}}$",
+        )
         ax.plot([float(nodes[i])], [1.0], "o", color=colours(i % 10), markersize=5 if highlight and strong else 4)
     for i in highlight:
         others = torch.cat([nodes[:i], nodes[i + 1 :]])  # (N - 1,)
-        ax.plot(_np(others), np.zeros(n - 1), "o", mfc="white", mec=colours(i % 10), markersize=6, zorder=3)
+        ax.plot(as_numpy(others), np.zeros(n - 1), "o", mfc="white", mec=colours(i % 10), markersize=6, zorder=3)
     ax.axhline(0, color="0.5", linewidth=0.6)
     ax.set_ylim(*ylim)
     ax.set_xlabel("x")
@@ -86,47 +94,25 @@ def plot_weight_comparison(
     """
     data = (nodes, values)  # as given: a panel passes these same objects to update
     query = require_number(query, "query")
-    nodes, values = _vectors({"nodes": "data point", "values": "data value"}, nodes=nodes, values=values)
-    _same_length(values, "values", nodes, "nodes")
-    if axes is None:
-        fig = plt.figure(figsize=figsize, layout="constrained")
-        mosaic = fig.subplot_mosaic([["curves", "lagrange"], ["curves", "gauss"]], width_ratios=(1.2, 1))
-        axes = (mosaic["curves"], mosaic["lagrange"], mosaic["gauss"])
-    left, top, bottom = axes
+    nodes, values = float_vectors({"nodes": "data point", "values": "data value"}, nodes=nodes, values=values)
+    require_same_length(values, "values", nodes, "nodes")
+    left, top, bottom = _comparison_axes(figsize) if axes is None else axes
     x = torch.linspace(float(nodes.min()), float(nodes.max()), 801, dtype=nodes.dtype)
     w_lag, w_nw, nw_curve, f_lag, f_nw = _weight_estimates(query, nodes, values, bandwidth, x)
     basis = lagrange_basis(x, nodes)  # (801, N): every Lagrange weight between the first and the last node
-    (lag_line,) = left.plot(_np(x), _np(basis @ values), color="C2", label=_lagrange_label(query, f_lag))
-    (nw_line,) = left.plot(_np(x), _np(nw_curve), color="C0", label=_nw_label(query, f_nw, bandwidth))
-    left.scatter(_np(nodes), _np(values), color="C1", zorder=3, s=18, label="data")
+    (lag_line,) = left.plot(as_numpy(x), as_numpy(basis @ values), color="C2", label=_lagrange_label(query, f_lag))
+    (nw_line,) = left.plot(as_numpy(x), as_numpy(nw_curve), color="C0", label=_nw_label(query, f_nw, bandwidth))
+    left.scatter(as_numpy(nodes), as_numpy(values), color="C1", zorder=3, s=18, label="data")
     query_line = left.axvline(query, color="0.3", linewidth=0.8)
     (lag_star,) = left.plot([query], [f_lag], "*", color="C2", markersize=11)
     (nw_star,) = left.plot([query], [f_nw], "*", color="C0", markersize=11)
-    lo, hi = float(values.min()), float(values.max())
-    left.axhspan(lo, hi, color="C0", alpha=0.07, label="[min y, max y]")
-    spread = max(hi - lo, 1.0)  # equal values still get a visible range
-    left.set_ylim(lo - 0.6 * spread, hi + 0.6 * spread)
-    left.xaxis.set_major_locator(MaxNLocator(nbins=5))  # a few numbers are enough to read x; fewer to draw
-    left.set_xlabel("x")
-    left.set_ylabel("y")
+    _curves_axes(left, values)
     notes = _point_off_chart(left, query, f_lag, f_nw)
     title = left.set_title(_comparison_title(query), fontsize=10)
     legend = left.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
-    idx = np.arange(len(nodes))
     basis_largest = float(basis.abs().max())
     power = _lagrange_power(basis_largest, w_lag)
-    _symmetric_log_axis(top, power)
-    bottom.set_ylim(0.0, 1.0)
-    bottom.set_yticks([0.0, 0.5, 1.0])
-    bars, titles = [], []
-    for ax, w, colour, name in ((top, w_lag, "C2", "Lagrange"), (bottom, w_nw, "C0", "Gaussian")):
-        bars.append(ax.bar(idx, _np(w), width=0.6, color=colour))
-        ax.axhline(0, color="0.4", linewidth=0.6)
-        ax.set_ylabel("weight")
-        titles.append(ax.set_title(_weights_title(name, w), fontsize=9))
-        ax.set_xticks(idx, [f"{float(v):.1f}" for v in nodes])
-    top.tick_params(labelbottom=False)  # the same data points as below: written once
-    bottom.set_xlabel("data point $x_i$")
+    bars = _weight_bars(top, bottom, nodes, w_lag, w_nw, power)
     among_nodes = float(nodes.min()) <= query <= float(nodes.max())  # else the query widens the x range
 
     def update(query: float, bandwidth: float = 0.5, **given) -> bool:
@@ -135,10 +121,10 @@ def plot_weight_comparison(
             return True  # other data points
         w_lag, w_nw, nw_curve, f_lag, f_nw = _weight_estimates(query, nodes, values, bandwidth, x)
         if not (among_nodes and float(nodes.min()) <= query <= float(nodes.max())):
-            return True
+            return True  # the query widens the x range
         if _lagrange_power(basis_largest, w_lag) != power:
-            return True
-        nw_line.set_ydata(_np(nw_curve))
+            return True  # another scale for the Lagrange weights
+        nw_line.set_ydata(as_numpy(nw_curve))
         query_line.set_xdata([query, query])
         lag_star.set_data([query], [f_lag])
         nw_star.set_data([query], [f_nw])
@@ -150,15 +136,55 @@ def plot_weight_comparison(
         for line, text, label in zip((lag_line, nw_line), legend.get_texts()[:2], labels, strict=True):
             line.set_label(label)
             text.set_text(label)
-        for bar_set, text, w, name in zip(bars, titles, (w_lag, w_nw), ("Lagrange", "Gaussian"), strict=True):
-            for bar, height in zip(bar_set, _np(w).tolist(), strict=True):
-                bar.set_height(height)
-            text.set_text(_weights_title(name, w))
+        _set_weight_bars(bars, w_lag, w_nw)
         return False
 
-    fig = left.figure
-    fig.slider_update = update
-    return fig
+    left.figure.slider_update = update
+    return left.figure
+
+
+def _curves_axes(left, values: torch.Tensor) -> None:
+    """The left panel's y range, the data's [min y, max y] band widened by 60% each way, and its x axis."""
+    lo, hi = float(values.min()), float(values.max())
+    left.axhspan(lo, hi, color="C0", alpha=0.07, label="[min y, max y]")
+    spread = max(hi - lo, 1.0)  # equal values still get a visible range
+    left.set_ylim(lo - 0.6 * spread, hi + 0.6 * spread)
+    left.xaxis.set_major_locator(MaxNLocator(nbins=5))  # a few numbers are enough to read x; fewer to draw
+    left.set(xlabel="x", ylabel="y")
+
+
+def _weight_bars(top, bottom, nodes: torch.Tensor, w_lag: torch.Tensor, w_nw: torch.Tensor, power: int) -> list:
+    """Each method's weight of every data point as bars (Lagrange on top, on its symmetric log scale up to
+    10**power; Gaussian below, 0 to 1); per panel, its bars and its title."""
+    idx = np.arange(len(nodes))
+    _symmetric_log_axis(top, power)
+    bottom.set_ylim(0.0, 1.0)
+    bottom.set_yticks([0.0, 0.5, 1.0])
+    bars = []
+    for ax, w, colour, name in ((top, w_lag, "C2", "Lagrange"), (bottom, w_nw, "C0", "Gaussian")):
+        bar_set = ax.bar(idx, as_numpy(w), width=0.6, color=colour)
+        ax.axhline(0, color="0.4", linewidth=0.6)
+        ax.set_ylabel("weight")
+        bars.append((bar_set, ax.set_title(_weights_title(name, w), fontsize=9)))
+        ax.set_xticks(idx, [f"{float(v):.1f}" for v in nodes])
+    top.tick_params(labelbottom=False)  # the same data points as below: written once
+    bottom.set_xlabel("data point $x_i$")
+    return bars
+
+
+def _comparison_axes(figsize) -> tuple:
+    """A new figure's three axes for ``plot_weight_comparison``: the curves on the left, the weights on the right."""
+    fig = plt.figure(figsize=figsize, layout="constrained")
+    mosaic = fig.subplot_mosaic([["curves", "lagrange"], ["curves", "gauss"]], width_ratios=(1.2, 1))
+    return mosaic["curves"], mosaic["lagrange"], mosaic["gauss"]
+
+
+def _set_weight_bars(bars: list, w_lag: torch.Tensor, w_nw: torch.Tensor) -> None:
+    """New heights and titles on the bars ``_weight_bars`` drew."""
+    for (bar_set, text), w, name in zip(bars, (w_lag, w_nw), ("Lagrange", "Gaussian"), strict=True):
+        for bar, height in zip(bar_set, as_numpy(w).tolist(), strict=True):
+            bar.set_height(height)
+        text.set_text(_weights_title(name, w))
 
 
 def _lagrange_power(basis_largest: float, w_lag: torch.Tensor) -> int:
@@ -248,10 +274,10 @@ def plot_noisy_fit(
     x = torch.linspace(0.0, 5.0, 801, dtype=torch.float64)
     truth = true_function(x)
     x_nodes, y_nodes, lag, nw, labels = _noisy_fit(n_nodes, noise, bandwidth, seed, x, truth)
-    ax.plot(_np(x), _np(truth), "--", color="0.3", linewidth=1.2, label="truth")
-    (lag_line,) = ax.plot(_np(x), _np(lag), color="C2", label=labels[0])
-    (nw_line,) = ax.plot(_np(x), _np(nw), color="C0", label=labels[1])
-    samples = ax.scatter(_np(x_nodes), _np(y_nodes), color="C1", s=18, zorder=3, label=labels[2])
+    ax.plot(as_numpy(x), as_numpy(truth), "--", color="0.3", linewidth=1.2, label="truth")
+    (lag_line,) = ax.plot(as_numpy(x), as_numpy(lag), color="C2", label=labels[0])
+    (nw_line,) = ax.plot(as_numpy(x), as_numpy(nw), color="C0", label=labels[1])
+    samples = ax.scatter(as_numpy(x_nodes), as_numpy(y_nodes), color="C1", s=18, zorder=3, label=labels[2])
     ax.set_ylim(-2.0, 6.0)
     ax.set_xlabel("x")
     ax.set_ylabel("y")
@@ -261,9 +287,9 @@ def plot_noisy_fit(
     def update(n_nodes: int = 10, noise: float = 0.3, bandwidth: float = 0.4, seed: int = 0, **_) -> None:
         """New values on the same artists (see ``attn_course.widgets``): the samples stay in [0, 5] as the x axis."""
         x_nodes, y_nodes, lag, nw, labels = _noisy_fit(n_nodes, noise, bandwidth, seed, x, truth)
-        lag_line.set_ydata(_np(lag))
-        nw_line.set_ydata(_np(nw))
-        samples.set_offsets(np.column_stack([_np(x_nodes), _np(y_nodes)]))
+        lag_line.set_ydata(as_numpy(lag))
+        nw_line.set_ydata(as_numpy(nw))
+        samples.set_offsets(np.column_stack([as_numpy(x_nodes), as_numpy(y_nodes)]))
         for artist, text, label in zip((lag_line, nw_line, samples), legend.get_texts()[1:], labels, strict=True):
             artist.set_label(label)
             text.set_text(label)

@@ -15,9 +15,10 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from .._validate import require_float, require_int, require_rank
-from ..linear import feature_map, linear_attention_weights
-from .heatmaps import _np
+from .._validate import require_int
+from .._validate.figures import require_query_key_rows, require_recall_curves
+from ..linear import apply_feature_map, linear_attention_weights
+from .base import as_numpy
 
 __all__ = ["plot_favor_weights", "plot_decay_weights", "favor_weight_error", "plot_recall_curves"]
 
@@ -26,19 +27,7 @@ _SHARE = 0.9  # plot_decay_weights marks where this share of the weight is reach
 
 
 def _qk(queries, keys) -> tuple[torch.Tensor, torch.Tensor]:
-    for name, t, meaning in (("queries", queries, "(Q, D)"), ("keys", keys, "(K, D)")):
-        require_float(t, name)
-        require_rank(t, name, (2,), meaning)
-    if queries.shape[-1] != keys.shape[-1] or queries.shape[-1] == 0:
-        raise ValueError(
-            f"queries and keys must share a size D >= 1, got queries {tuple(queries.shape)} and keys "
-            f"{tuple(keys.shape)}"
-        )
-    if queries.shape[0] == 0 or keys.shape[0] == 0:
-        raise ValueError(
-            f"queries and keys must each hold at least one row to draw weights, got queries {tuple(queries.shape)} "
-            f"and keys {tuple(keys.shape)}"
-        )
+    require_query_key_rows(queries, keys)
     return queries.double().unsqueeze(0), keys.double().unsqueeze(0)  # (1, Q, D), (1, K, D)
 
 
@@ -47,7 +36,8 @@ def _favor_weights(q: torch.Tensor, k: torch.Tensor, num_features: int, seed: in
     scale = q.shape[-1] ** -0.25  # exp(q . k / sqrt(D)) = exp((q D^-1/4) . (k D^-1/4))
 
     def phi(x):
-        return feature_map(x * scale, "favor", num_features=num_features, generator=torch.Generator().manual_seed(seed))
+        generator = torch.Generator().manual_seed(seed)
+        return apply_feature_map(x * scale, "positive_random", num_features=num_features, generator=generator)
 
     return linear_attention_weights(q, k, phi)
 
@@ -109,8 +99,8 @@ def plot_favor_weights(
         _, axes = plt.subplots(1, 2, figsize=figsize, dpi=90, layout="constrained", width_ratios=(1.4, 1))
     left, right = axes
     positions = np.arange(k.shape[1])
-    left.bar(positions, _np(exact), color="0.75", label="softmax weights")
-    (estimate,) = left.plot(positions, _np(_favor_weights(q, k, num_features, 0)[0, 0]), "o-", color="C0", ms=3)
+    left.bar(positions, as_numpy(exact), color="0.75", label="softmax weights")
+    (estimate,) = left.plot(positions, as_numpy(_favor_weights(q, k, num_features, 0)[0, 0]), "o-", color="C0", ms=3)
     left.set_ylim(0, 1.1 * max(*tops, exact.max().item()))
     left.set_xlabel("key j")
     left.set_ylabel("weight of query 0 on key j")
@@ -133,7 +123,7 @@ def plot_favor_weights(
         row = _favor_weights(q, k, num_features, 0)[0, 0]
         if num_features not in feature_counts or row.max().item() > left.get_ylim()[1]:
             return True
-        estimate.set_ydata(_np(row))
+        estimate.set_ydata(as_numpy(row))
         legend.get_texts()[1].set_text(_favor_label(num_features))
         marker.set_data([num_features], [_error_at(num_features, feature_counts, errors)])
         title.set_text(_error_title(num_features, feature_counts, errors))
@@ -179,7 +169,7 @@ def plot_decay_weights(queries, keys, decay: float = 1.0, feature_map: str = "el
 
     def weights_back(gamma: float) -> np.ndarray:
         row = linear_attention_weights(q, k, feature_map, causal=True, decay=gamma)[0, -1]  # (T,)
-        return _np(row.flip(0))  # (T,): 0 = the query's own position, T - 1 = the first key
+        return as_numpy(row.flip(0))  # (T,): 0 = the query's own position, T - 1 = the first key
 
     back = weights_back(decay)
     distance = np.arange(len(back))  # 0 = the query's own key
@@ -227,18 +217,7 @@ def plot_recall_curves(
         reference: an optional dashed curve (a prediction), one value per entry of ``pairs``, named ``reference_label``.
         ax: axes to draw on, or None.
     """
-    if isinstance(pairs, str | bytes) or not isinstance(pairs, Sequence) or not pairs:
-        raise TypeError(f"pairs must be a non-empty list of numbers of pairs, got {pairs!r} ({type(pairs).__name__})")
-    if not isinstance(curves, Mapping) or not curves:
-        raise TypeError(f"curves must map each memory's name to its values, got {curves!r} ({type(curves).__name__})")
-    named = [(f"curves[{name!r}]", values) for name, values in curves.items()]
-    if reference is not None:
-        named.append(("reference", reference))
-    for what, values in named:
-        if isinstance(values, str | bytes) or not hasattr(values, "__len__"):
-            raise TypeError(f"{what} must be a list of numbers, got {type(values).__name__}")
-        if len(values) != len(pairs):
-            raise ValueError(f"{what} must have one value per entry of pairs ({len(pairs)}), got {len(values)}")
+    require_recall_curves(pairs, curves, reference)
     if ax is None:
         _, ax = plt.subplots(figsize=figsize, dpi=90, layout="constrained")
     for (name, values), marker in zip(curves.items(), "osD^vx*", strict=False):

@@ -15,8 +15,8 @@ from matplotlib.colors import PowerNorm
 from matplotlib.figure import Figure
 
 from .._validate import require_number
-from ..kernels import KERNELS, nadaraya_watson
-from .heatmaps import _new_axes, _np, _same_length, _vectors
+from ..pooling import KERNELS, nadaraya_watson
+from .base import as_numpy, float_vectors, new_axes, require_same_length
 
 __all__ = ["plot_regression", "plot_kernels", "plot_query_weights", "plot_nw_fit"]
 
@@ -43,17 +43,19 @@ def plot_regression(
         title, label: the axes' title and the prediction's legend label.
     """
     what = {"x_train": "training input", "y_train": "training target", "x_test": "test input", "y_pred": "prediction"}
-    x_train, y_train, x_test, y_pred = _vectors(what, x_train=x_train, y_train=y_train, x_test=x_test, y_pred=y_pred)
-    _same_length(y_train, "y_train", x_train, "x_train")
-    _same_length(y_pred, "y_pred", x_test, "x_test")
+    x_train, y_train, x_test, y_pred = float_vectors(
+        what, x_train=x_train, y_train=y_train, x_test=x_test, y_pred=y_pred
+    )
+    require_same_length(y_train, "y_train", x_train, "x_train")
+    require_same_length(y_pred, "y_pred", x_test, "x_test")
     if y_true is not None:
-        (y_true,) = _vectors({"y_true": "true value"}, y_true=y_true)
-        _same_length(y_true, "y_true", x_test, "x_test")
-    fig, ax = _new_axes(ax, figsize)
+        (y_true,) = float_vectors({"y_true": "true value"}, y_true=y_true)
+        require_same_length(y_true, "y_true", x_test, "x_test")
+    fig, ax = new_axes(ax, figsize)
     if y_true is not None:
-        ax.plot(_np(x_test), _np(y_true), color="0.3", linestyle="--", linewidth=1.2, label="truth")
-    ax.plot(_np(x_test), _np(y_pred), color="C0", linewidth=2, label=label)
-    ax.scatter(_np(x_train), _np(y_train), s=14, color="C1", alpha=0.7, label="training data (keys, values)")
+        ax.plot(as_numpy(x_test), as_numpy(y_true), color="0.3", linestyle="--", linewidth=1.2, label="truth")
+    ax.plot(as_numpy(x_test), as_numpy(y_pred), color="C0", linewidth=2, label=label)
+    ax.scatter(as_numpy(x_train), as_numpy(y_train), s=14, color="C1", alpha=0.7, label="training data (keys, values)")
     ax.set_xlabel("x")
     ax.set_ylabel("y")
     if title:
@@ -70,7 +72,7 @@ def plot_kernels(names: Sequence[str] | None = None, ax=None, figsize=(5.0, 3.0)
     unknown = [n for n in names if n not in KERNELS]
     if unknown:
         raise ValueError(f"names must be kernel names from {sorted(KERNELS)}, got {unknown}")
-    fig, ax = _new_axes(ax, figsize)
+    fig, ax = new_axes(ax, figsize)
     u = torch.linspace(-2.5, 2.5, 501, dtype=torch.float64)
     for name in names:
         ax.plot(u.numpy(), KERNELS[name](u).numpy(), linewidth=2, label=name)
@@ -97,45 +99,25 @@ def plot_query_weights(
         axes: two axes (top: data, bottom: weights) sharing x, or None.
     """
     query = require_number(query, "query")
-    keys, values = _vectors({"keys": "key", "values": "value"}, keys=keys, values=values)
-    _same_length(values, "values", keys, "keys")
+    keys, values = float_vectors({"keys": "key", "values": "value"}, keys=keys, values=values)
+    require_same_length(values, "values", keys, "keys")
     pred, weights = _query_weights(query, keys, values, kernel, bandwidth)
-    keys_np = _np(keys)
+    keys_np = as_numpy(keys)
     if axes is None:
         fig, axes = plt.subplots(2, 1, figsize=figsize, sharex=True, height_ratios=(2, 1), layout="constrained")
     top, bottom = axes
+    norm = PowerNorm(gamma=0.5, vmin=0.0, vmax=1.0)
     points = top.scatter(
-        keys_np,
-        _np(values),
-        c=weights,
-        cmap="Reds",
-        norm=PowerNorm(gamma=0.5, vmin=0.0, vmax=1.0),
-        s=22,
-        edgecolors="0.4",
-        linewidths=0.4,
+        keys_np, as_numpy(values), c=weights, cmap="Reds", norm=norm, s=22, edgecolors="0.4", linewidths=0.4
     )
     top_line = top.axvline(query, color="C0", linewidth=1)
-    (star,) = top.plot(
-        [query],
-        [pred],
-        marker="*",
-        markersize=13,
-        color="C0",
-        linestyle="none",
-        label=_prediction_label(query, pred),
-    )
+    label = _prediction_label(query, pred)
+    (star,) = top.plot([query], [pred], marker="*", markersize=13, color="C0", linestyle="none", label=label)
     top.set_ylabel("value y_i")
     legend = top.legend(fontsize=8, loc="best")
     # one colour bar keeps both x axes aligned
     top.figure.colorbar(points, ax=list(axes), label="weight", shrink=0.9, ticks=WEIGHT_TICKS)
-    bars = bottom.vlines(keys_np, 0.0, weights, color="C3", linewidth=2.5)  # one thin bar per key, at the key's x
-    bottom.set_yscale("function", functions=(np.sqrt, np.square))  # the colour bar's stretch
-    bottom.set_ylim(0.0, 1.0)
-    bottom.set_yticks(WEIGHT_TICKS)
-    bottom_line = bottom.axvline(query, color="C0", linewidth=1)
-    bottom.set_xlim(*_query_limits(keys_np, query))
-    bottom.set_xlabel("key x_i")
-    bottom.set_ylabel("attention weight")
+    bars, bottom_line = _weight_bars(bottom, keys_np, weights, query)
     title = top.set_title(_query_title(query, kernel, bandwidth), fontsize=10)
 
     def update(query: float, kernel: str = "gaussian", bandwidth: float = 1.0, **_) -> bool:
@@ -160,6 +142,19 @@ def plot_query_weights(
     return fig
 
 
+def _weight_bars(bottom, keys: np.ndarray, weights: np.ndarray, query: float) -> tuple:
+    """``plot_query_weights``'s lower panel: one thin bar per key at the key's x, on the colour bar's square-root
+    scale, and a line at the query; the bars and the line."""
+    bars = bottom.vlines(keys, 0.0, weights, color="C3", linewidth=2.5)
+    bottom.set_yscale("function", functions=(np.sqrt, np.square))  # the colour bar's stretch
+    bottom.set_ylim(0.0, 1.0)
+    bottom.set_yticks(WEIGHT_TICKS)
+    line = bottom.axvline(query, color="C0", linewidth=1)
+    bottom.set_xlim(*_query_limits(keys, query))
+    bottom.set(xlabel="key x_i", ylabel="attention weight")
+    return bars, line
+
+
 def _query_limits(keys: np.ndarray, query: float) -> tuple[float, float]:
     """The x range of ``plot_query_weights``: the keys and the query, with 5% to spare on each side."""
     low, high = min(float(keys.min()), query), max(float(keys.max()), query)
@@ -172,7 +167,7 @@ def _query_weights(query: float, keys, values, kernel, bandwidth) -> tuple[float
     prediction, weights = nadaraya_watson(
         torch.tensor([float(query)], dtype=keys.dtype), keys, values, kernel, bandwidth
     )
-    return float(prediction[0]), _np(weights[0])
+    return float(prediction[0]), as_numpy(weights[0])
 
 
 def _prediction_label(query: float, pred: float) -> str:
@@ -213,8 +208,8 @@ def plot_nw_fit(
         axes: two axes (fit, heatmap), or None for a new figure.
     """
     what = {"x_train": "key", "y_train": "value", "x_test": "query"}
-    x_train, y_train, x_test = _vectors(what, x_train=x_train, y_train=y_train, x_test=x_test)
-    _same_length(y_train, "y_train", x_train, "x_train")
+    x_train, y_train, x_test = float_vectors(what, x_train=x_train, y_train=y_train, x_test=x_test)
+    require_same_length(y_train, "y_train", x_train, "x_train")
     order = torch.argsort(x_train)
     keys, values = x_train[order], y_train[order]
     y_pred, weights = nadaraya_watson(x_test, keys, values, kernel, bandwidth)
@@ -233,7 +228,9 @@ def plot_nw_fit(
     )
     # Cells drawn at the real positions: key i spans the midpoints to its neighbours.
     norm = PowerNorm(gamma=0.5, vmin=0.0, vmax=1.0)
-    image = axes[1].pcolormesh(_np(keys), _np(x_test), _np(weights), cmap="Reds", norm=norm, shading="nearest")
+    image = axes[1].pcolormesh(
+        as_numpy(keys), as_numpy(x_test), as_numpy(weights), cmap="Reds", norm=norm, shading="nearest"
+    )
     axes[1].invert_yaxis()  # queries top to bottom, as in show_heatmaps
     axes[1].set_xlabel("training input x_i (key)")
     axes[1].set_ylabel("test input x (query)")
@@ -244,8 +241,8 @@ def plot_nw_fit(
     def update(kernel: str = "gaussian", bandwidth: float = 1.0, **_) -> None:
         """New values on the same artists (see ``attn_course.widgets``): the fit, the weights and the title."""
         y_pred, weights = nadaraya_watson(x_test, keys, values, kernel, bandwidth)
-        fit.set_ydata(_np(y_pred))  # a weighted mean of the values: the y range stays the data's
-        image.set_array(_np(weights))
+        fit.set_ydata(as_numpy(y_pred))  # a weighted mean of the values: the y range stays the data's
+        image.set_array(as_numpy(weights))
         axes[0].set_title(_kernel_label(kernel, bandwidth), fontsize=10)
 
     fig.slider_update = update

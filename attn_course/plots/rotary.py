@@ -1,4 +1,4 @@
-"""The figures of notebook 11: RoPE's angles and scores, ALiBi's bias, and the extrapolation experiment.
+"""The figures of notebook 11: RoPE's angles and scores, and ALiBi's bias (context extension: ``plots.extrapolation``).
 
 Each helper draws on a new figure unless given axes, returns the ``Figure``, and never calls ``plt.show()``.
 """
@@ -13,20 +13,13 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from .._validate import require_finite, require_float, require_int, require_rank
-from .._validate_rotary_linear import require_scaling
+from .._validate import require_int
+from .._validate.figures import require_vector_pair
 from ..positional import frequencies, positional_encoding
-from ..rotary import (
-    YARN_BETA_FAST,
-    YARN_BETA_SLOW,
-    alibi_bias,
-    alibi_slopes,
-    apply_rope,
-    rope_frequencies,
-)
-from .heatmaps import _draw_matrix, _np, _thin_ticks
+from ..rotary import alibi_bias, alibi_slopes, apply_rope
+from .base import as_numpy, draw_matrix, thin_ticks, unit_circle
 
-__all__ = ["plot_rope_angles", "plot_rope_scores", "plot_alibi", "plot_extrapolation", "plot_rope_scalings"]
+__all__ = ["plot_rope_angles", "plot_rope_scores", "plot_alibi"]
 
 TWO_PI = 2 * math.pi
 
@@ -52,21 +45,13 @@ def plot_rope_angles(
     require_int(num_hiddens, "num_hiddens", 2)
     require_int(max_position, "max_position")
     require_int(position, "position", 0, max_position)
-    omega = _np(frequencies(num_hiddens, base))[: num_hiddens // 2]  # (D/2,)
+    omega = as_numpy(frequencies(num_hiddens, base))[: num_hiddens // 2]  # (D/2,)
     colours = _pair_colours(len(omega))
     if axes is None:
         _, axes = plt.subplots(1, 2, figsize=(10.5, 3.8), layout="constrained", width_ratios=(1, 1.9))
     left, right = axes
-    circle = np.linspace(0, TWO_PI, 200)
-    left.plot(np.cos(circle), np.sin(circle), color="0.85", linewidth=1)
+    unit_circle(left, 1.15, "cos(p w_j)", "sin(p w_j)")
     arrows = [left.plot([0, 1], [0, 0], color=c, linewidth=2)[0] for c in colours]
-    left.set_aspect("equal")
-    left.set_xlim(-1.15, 1.15)
-    left.set_ylim(-1.15, 1.15)
-    left.set_xticks([-1, 0, 1])
-    left.set_yticks([-1, 0, 1])
-    left.set_xlabel("cos(p w_j)")
-    left.set_ylabel("sin(p w_j)")
     positions = np.arange(max_position + 1)
     wrapped = np.mod(positions[:, None] * omega, TWO_PI)  # (P, D/2)
     for j, c in enumerate(colours):
@@ -102,16 +87,6 @@ def plot_rope_angles(
     return fig
 
 
-def _require_pair(q, k) -> int:
-    for name, t in (("q", q), ("k", k)):
-        require_float(t, name)
-        require_rank(t, name, (1,), "(D,)")
-        require_finite(t, name)
-    if q.shape != k.shape or q.shape[0] % 2:
-        raise ValueError(f"q and k must have the same even size D, got q {tuple(q.shape)} and k {tuple(k.shape)}")
-    return q.shape[0]
-
-
 def plot_rope_scores(q: torch.Tensor, k: torch.Tensor, offset: int = 3, num_positions: int = 48, axes=None) -> Figure:
     """The score of two fixed vectors as their offset moves: left, ``rope(q, j + offset) . rope(k, j)`` against the
     offset; right, at the chosen offset, the score against the key's position j, for RoPE and for notebook 06's
@@ -123,15 +98,15 @@ def plot_rope_scores(q: torch.Tensor, k: torch.Tensor, offset: int = 3, num_posi
         num_positions: positions used; the offsets run over 0 .. num_positions - 1.
         axes: two axes, or None for a new figure.
     """
-    d = _require_pair(q, k)
+    d = require_vector_pair(q, k)
     require_int(num_positions, "num_positions", 2)
     require_int(offset, "offset", 0, num_positions - 1)
     positions = torch.arange(num_positions)
     q_all = apply_rope(q.double().expand(num_positions, d), positions)  # (T, D): q at every position
     k_all = apply_rope(k.double().expand(num_positions, d), positions)  # (T, D)
-    rope = _np(q_all @ k_all.T)  # (T, T): query position i, key position j
+    rope = as_numpy(q_all @ k_all.T)  # (T, T): query position i, key position j
     P = positional_encoding(num_positions, d, dtype=torch.float64)  # (T, D)
-    additive = _np((q.double() + P) @ (k.double() + P).T)  # (T, T)
+    additive = as_numpy((q.double() + P) @ (k.double() + P).T)  # (T, T)
     by_offset = np.array([rope[o, 0] for o in range(num_positions)])  # depends on the offset only
     if axes is None:
         _, axes = plt.subplots(1, 2, figsize=(11, 3.6), layout="constrained")
@@ -169,10 +144,9 @@ def plot_rope_scores(q: torch.Tensor, k: torch.Tensor, offset: int = 3, num_posi
         title.set_text(f"At offset {offset}: RoPE is flat, the additive score moves")
         return False
 
-    update(offset)
-    fig = left.figure
-    fig.slider_update = update
-    return fig
+    update(offset)  # draws the lines of the right panel
+    left.figure.slider_update = update
+    return left.figure
 
 
 def plot_alibi(head: int = 0, num_heads: int = 8, length: int = 16, axes=None) -> Figure:
@@ -189,16 +163,16 @@ def plot_alibi(head: int = 0, num_heads: int = 8, length: int = 16, axes=None) -
     require_int(num_heads, "num_heads")
     require_int(head, "head", 0, num_heads - 1)
     require_int(length, "length", 2)
-    bias = _np(alibi_bias(num_heads, length, length))  # (H, T, T)
+    bias = as_numpy(alibi_bias(num_heads, length, length))  # (H, T, T)
     vmin = float(bias.min())
     if axes is None:
         _, axes = plt.subplots(1, 2, figsize=(10.5, 4), layout="constrained", width_ratios=(1, 1.2))
     left, right = axes
-    mesh = _draw_matrix(left, bias[head], vmin, 0.0, "Blues_r", annotate=False)
+    mesh = draw_matrix(left, bias[head], vmin, 0.0, "Blues_r", annotate=False)
     colorbar = left.figure.colorbar(mesh, ax=left, label="bias added to the score")
     colorbar.locator = MaxNLocator(4)  # a few tick labels
-    _thin_ticks(left, "x", None, length, max_ticks=5)
-    _thin_ticks(left, "y", None, length, max_ticks=5)
+    thin_ticks(left, "x", None, length, max_ticks=5)
+    thin_ticks(left, "y", None, length, max_ticks=5)
     left.set_xlabel("key position j (above the diagonal: masked)")
     left.set_ylabel("query position i")
     distance = np.arange(length)
@@ -222,122 +196,4 @@ def plot_alibi(head: int = 0, num_heads: int = 8, length: int = 16, axes=None) -
         line.set_linewidth(3 if h == head else 1)
         line.set_alpha(1.0 if h == head else 0.5)
     fig = left.figure
-    return fig
-
-
-def plot_extrapolation(
-    results,
-    train_len: int,
-    metric: str = "accuracy",
-    baseline=None,
-    baseline_label: str = "baseline",
-    ax=None,
-    *,
-    x: str = "test_len",
-    xlabel: str = "test sequence length",
-    markers: bool = True,
-) -> Figure:
-    """A metric against the test length (or the position) for each position scheme: the mean over seeds, a band from
-    the lowest to the highest seed, and what lies beyond training shaded.
-
-    Args:
-        results: a pandas DataFrame with columns ``scheme``, ``seed``, ``x`` and ``metric``, one row per
-            (scheme, seed, x value).
-        train_len: the longest training length (the shading starts after it).
-        metric: the column plotted.
-        baseline: None, or a dict x value -> value drawn as a dashed black line (a reference that needs no
-            training, or the loss floor, for example), labelled ``baseline_label``.
-        ax: the axes, or None for a new figure.
-        x: the column on the horizontal axis (``"test_len"``, or ``"position"`` for a loss at each position).
-        xlabel: its label.
-        markers: a marker at every point (for a few lengths; off for many positions).
-    """
-    require_int(train_len, "train_len")
-    if not isinstance(metric, str):
-        raise TypeError(f"metric must be the name of a column of results (a str), got {metric!r}")
-    if not isinstance(x, str):
-        raise TypeError(f"x must be the name of a column of results (a str), got {x!r}")
-    missing = {"scheme", "seed", x, metric} - set(getattr(results, "columns", ()))
-    if missing:
-        raise ValueError(
-            f"results must be a DataFrame with columns scheme, seed, {x} and {metric}, missing {sorted(missing)}"
-        )
-    if len(results) == 0:
-        raise ValueError("results must hold at least one row (scheme, seed, test length), got an empty DataFrame")
-    if results[metric].dtype.kind not in "biuf":
-        raise TypeError(f"results[{metric!r}] must hold numbers, got dtype {results[metric].dtype}")
-    if baseline is not None and (not isinstance(baseline, dict) or not baseline):
-        got = "an empty dict" if isinstance(baseline, dict) else type(baseline).__name__
-        raise TypeError(f"baseline must be a dict test length -> value, not empty, got {got}")
-    import seaborn as sns  # here, not at the top: only this figure needs it, and it takes a second to import
-
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(8, 4.2), layout="constrained")
-    fig = ax.figure
-    ax.axvspan(train_len + 0.5, results[x].max() + 0.5, color="0.92", zorder=0)
-    sns.lineplot(
-        data=results, x=x, y=metric, hue="scheme", style="scheme", markers=markers, dashes=False,
-        errorbar=("pi", 100), ax=ax,
-    )  # fmt: skip
-    if baseline is not None:
-        lengths = sorted(baseline)
-        ax.plot(lengths, [baseline[n] for n in lengths], "--", color="black", linewidth=1.2, label=baseline_label)
-    ax.axvline(train_len + 0.5, color="0.4", linestyle=":", linewidth=1)
-    ax.text(train_len + 0.7, 0.02, "beyond any training sequence", transform=ax.get_xaxis_transform(), fontsize=8)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(metric)
-    seeds = results["seed"].nunique()
-    spread = "mean over seeds, band = lowest to highest seed" if seeds > 1 else "one run"
-    ax.set_title(f"{metric.capitalize()} against {xlabel}: {spread}", fontsize=10)
-    ax.legend(fontsize=8, title="positions", title_fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    return fig
-
-
-def plot_rope_scalings(head_dim: int, scalings: dict, original_len: int, base: float = 10000.0, ax=None) -> Figure:
-    """Each context-extension scaling's frequency of every RoPE pair, divided by the original frequency, against how
-    many turns the pair makes over the original length ``original_len * w_i / (2 pi)`` (both axes logarithmic).
-
-    A ratio of 1 means the pair is kept, ``1 / s`` that it is interpolated (it turns s times slower). YaRN's ramp
-    ends are marked: pairs that turn more than ``beta_fast = 32`` times are kept, fewer than ``beta_slow = 1`` times
-    interpolated.
-
-    Args:
-        head_dim: D, even; D / 2 pairs.
-        scalings: dict label -> scaling (``rope_frequencies``' ``scaling``), for example
-            ``{"PI": ("linear", 4), "NTK": ("ntk", 4), "YaRN": ("yarn", 4, 4096)}``; ``("parts", s, ramp, attention)``
-            draws any ramp, for example the paper's ``yarn_ramp(D, original_len, rule="turns")``.
-        original_len: the training length the turns are counted over.
-        base: RoPE's wavelength scale.
-        ax: the axes, or None for a new figure.
-    """
-    require_int(head_dim, "head_dim", 2)
-    require_int(original_len, "original_len")
-    if not isinstance(scalings, dict) or not scalings:
-        got = "an empty dict" if isinstance(scalings, dict) else type(scalings).__name__
-        raise TypeError(f"scalings must be a dict label -> scaling, not empty, got {got}")
-    for scaling in scalings.values():
-        require_scaling(scaling)
-    omega = _np(rope_frequencies(head_dim, base))  # (D/2,)
-    turns = original_len * omega / TWO_PI  # (D/2,): turns of each pair over the original length
-    if ax is None:
-        _, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
-    fig = ax.figure
-    styles = ["o-", "s-", "^-", "D-", "v-"]
-    for number, (label, scaling) in enumerate(scalings.items()):
-        ratio = _np(rope_frequencies(head_dim, base, scaling)) / omega  # (D/2,): 1 kept, 1 / s interpolated
-        ax.plot(turns, ratio, styles[number % len(styles)], markersize=3.5, linewidth=1.2, label=label)
-    for rotations, name in [(YARN_BETA_SLOW, "beta_slow"), (YARN_BETA_FAST, "beta_fast")]:
-        ax.axvline(rotations, color="0.5", linestyle=":", linewidth=1)
-        ax.text(rotations, 1.02, f" {name} = {rotations}", transform=ax.get_xaxis_transform(), fontsize=8)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    lowest = min(float(line.get_ydata().min()) for line in ax.lines if len(line.get_ydata()) == len(turns))
-    ticks = [2.0**-k for k in range(0, 1 + math.ceil(-math.log2(lowest) - 1e-9))]  # 1, 1/2, 1/4, ... down to 1/s
-    ax.set_yticks(ticks, labels=["1" if t == 1 else f"1/{1 / t:g}" for t in ticks])
-    ax.set_yticks([], minor=True)
-    ax.invert_xaxis()  # pair 0 (fastest) on the left
-    ax.set_xlabel(f"turns of the pair over the original {original_len} positions (pair 0 on the left)")
-    ax.set_ylabel("new frequency / original")
-    ax.set_title(f"Which pairs each scaling slows down (D = {head_dim}, base {base:g})", fontsize=10, pad=14)
-    ax.legend(fontsize=8, loc="lower left")
     return fig

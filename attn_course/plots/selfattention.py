@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from .._validate import require_int, require_number, require_sequence
 from ..data import three_token_example
 from ..selfattention import SelfAttentionSteps, self_attention_steps
-from .heatmaps import _draw_matrix, _np, _numbers, _set_matrix
+from .base import as_numpy, draw_matrix, float_array, set_matrix
 
 __all__ = ["show_matrix", "plot_self_attention_steps", "plot_worked_example"]
 
@@ -41,7 +41,7 @@ def show_matrix(
         fmt: number format of the annotations.
         vmin, vmax: the colour scale (to share one between panels); by default the matrix's own range.
     """
-    data = _numbers(matrix, "matrix")
+    data = float_array(matrix, "matrix")
     if data.ndim != 2 or 0 in data.shape:
         raise ValueError(f"matrix must be 2-D (R, C) with no empty axis, got shape {data.shape}")
     if not np.isfinite(data).all():
@@ -58,7 +58,7 @@ def show_matrix(
         _, ax = plt.subplots(figsize=figsize, layout="constrained")
     low, high = _colour_range(data)
     low, high = (low if vmin is None else vmin), (high if vmax is None else vmax)
-    _draw_matrix(ax, data, low, high, cmap, True, fmt, square=False, gridlines=True)
+    draw_matrix(ax, data, low, high, cmap, True, fmt, square=False, gridlines=True)
     ax.set_xticks(np.arange(data.shape[1]) + 0.5 if col_labels is not None else [], col_labels)
     ax.set_yticks(np.arange(data.shape[0]) + 0.5 if row_labels is not None else [], row_labels)
     ax.tick_params(length=0, labelsize=8, bottom=False, left=False)  # no tick marks: of length 0, not even drawn
@@ -94,7 +94,7 @@ WEIGHTS_PANEL = 5  # the weights have their own colour scale, 0 to 1; the other 
 
 def _shared_ranges(panels: list[tuple]) -> list[tuple[float, float]]:
     """One colour range per panel: 0 to 1 for the weights, the range of all the other panels for the rest."""
-    others = [np.asarray(_np(m)) for i, (m, *_) in enumerate(panels) if i != WEIGHTS_PANEL]
+    others = [np.asarray(as_numpy(m)) for i, (m, *_) in enumerate(panels) if i != WEIGHTS_PANEL]
     shared = _colour_range(np.array([min(float(a.min()) for a in others), max(float(a.max()) for a in others)]))
     return [(0.0, 1.0) if i == WEIGHTS_PANEL else shared for i in range(len(panels))]
 
@@ -122,13 +122,7 @@ def plot_self_attention_steps(
         token_names: T names for the rows (default ``x0, x1, ...``).
         axes: 8 axes to draw on (two rows of four), or None for a new figure.
     """
-    steps = self_attention_steps(inputs, w_query, w_key, w_value, scale)
-    for name, t in (("inputs", inputs), ("w_value", w_value)):  # an empty panel has nothing to draw
-        if 0 in t.shape:
-            raise ValueError(f"{name} must have no empty axis to be drawn, got shape {tuple(t.shape)}")
-    num_tokens = inputs.shape[0]
-    require_int(token, "token", 0, num_tokens - 1)
-    names = _token_names(token_names, num_tokens)
+    steps, names = _drawable_steps(inputs, w_query, w_key, w_value, scale, token, token_names)
     if axes is None:
         _, axes = plt.subplots(2, 4, figsize=figsize, layout="constrained")
     axes = np.asarray(axes, dtype=object).reshape(-1)
@@ -136,40 +130,52 @@ def plot_self_attention_steps(
         raise ValueError(f"axes must hold 8 axes (two rows of four panels), got {axes.size}")
     fig = axes[0].figure
     panels = _step_panels(inputs, steps, scale, token, names)
-    for i, (ax, (matrix, title, columns, fmt), (low, high)) in enumerate(
-        zip(axes, panels, _shared_ranges(panels), strict=True)
-    ):
-        rows = [f"{n} (key)" for n in names] if title.startswith("weighted") else names
-        cmap = "Oranges" if i == WEIGHTS_PANEL else "Blues"
-        show_matrix(
-            matrix, ax=ax, title=title, row_labels=rows, col_labels=columns, fmt=fmt, cmap=cmap, vmin=low, vmax=high
-        )
-        key_axis = title.startswith(("scores", "weights:"))  # columns are keys (rows are queries)
-        ax.set_xlabel("key" if key_axis else "", fontsize=8)
-        for axis in (ax.xaxis, ax.yaxis):  # an empty axis label at a fixed spot: no tick label to measure on a draw
-            if not axis.label.get_text():
-                axis.set_label_coords(0.0, 0.0)
+    for i, (ax, panel, colour_range) in enumerate(zip(axes, panels, _shared_ranges(panels), strict=True)):
+        _draw_step(ax, panel, colour_range, names, "Oranges" if i == WEIGHTS_PANEL else "Blues")
     suptitle = fig.suptitle(_suptitle(scale), fontsize=11)
     drawn = (panels, names)  # the shapes and labels the layout made room for
 
     def update(inputs, w_query, w_key, w_value, scale=False, token=0, token_names=None, **_) -> bool:
         """New values on the same artists (see ``attn_course.widgets``); True when they need a new figure."""
-        steps = self_attention_steps(inputs, w_query, w_key, w_value, scale)
-        require_int(token, "token", 0, inputs.shape[0] - 1)
-        names = _token_names(token_names, inputs.shape[0])
+        steps, names = _drawable_steps(inputs, w_query, w_key, w_value, scale, token, token_names)
         panels = _step_panels(inputs, steps, scale, token, names)
         if names != drawn[1] or any(
             new[0].shape != old[0].shape or new[2] != old[2] for new, old in zip(panels, drawn[0], strict=True)
         ):
             return True  # other tick labels or another number of cells
         for ax, (matrix, title, _, fmt), (low, high) in zip(axes, panels, _shared_ranges(panels), strict=True):
-            _set_matrix(ax, _np(matrix), fmt, low, high)
+            set_matrix(ax, as_numpy(matrix), fmt, low, high)
             ax.title.set_text(title)
         suptitle.set_text(_suptitle(scale))  # the same Text: the layout engine placed it
         return False
 
     fig.slider_update = update
     return fig
+
+
+def _drawable_steps(inputs, w_query, w_key, w_value, scale, token, token_names) -> tuple:
+    """``self_attention_steps`` of arguments that can be drawn (no empty panel, a token to show) and the T names."""
+    steps = self_attention_steps(inputs, w_query, w_key, w_value, scale)
+    for name, t in (("inputs", inputs), ("w_value", w_value)):  # an empty panel has nothing to draw
+        if 0 in t.shape:
+            raise ValueError(f"{name} must have no empty axis to be drawn, got shape {tuple(t.shape)}")
+    require_int(token, "token", 0, inputs.shape[0] - 1)
+    return steps, _token_names(token_names, inputs.shape[0])
+
+
+def _draw_step(ax, panel: tuple, colour_range: tuple[float, float], names: list[str], cmap: str) -> None:
+    """One panel of ``plot_self_attention_steps``: its matrix, numbers, labels and title."""
+    matrix, title, columns, fmt = panel
+    rows = [f"{n} (key)" for n in names] if title.startswith("weighted") else names
+    low, high = colour_range
+    show_matrix(
+        matrix, ax=ax, title=title, row_labels=rows, col_labels=columns, fmt=fmt, cmap=cmap, vmin=low, vmax=high
+    )
+    key_axis = title.startswith(("scores", "weights:"))  # columns are keys (rows are queries)
+    ax.set_xlabel("key" if key_axis else "", fontsize=8)
+    for axis in (ax.xaxis, ax.yaxis):  # an empty axis label at a fixed spot: no tick label to measure on a draw
+        if not axis.label.get_text():
+            axis.set_label_coords(0.0, 0.0)
 
 
 def _token_names(token_names, num_tokens: int) -> list[str]:
