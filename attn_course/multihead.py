@@ -94,9 +94,8 @@ def multi_head_attention(
     Returns:
         output (B, Q, D) and the weights of every head (B, H, Q, K).
     """
-    projections = (("W_q", W_q), ("W_k", W_k), ("W_v", W_v), ("W_o", W_o))
-    require_heads_inputs(queries, keys, values, num_heads, valid_lens, mask, projections)
-    groups = require_kv_heads(num_heads, num_kv_heads)
+    projections = {"W_q": W_q, "W_k": W_k, "W_v": W_v, "W_o": W_o}  # by name, for the error messages
+    groups = require_heads_inputs(queries, keys, values, num_heads, valid_lens, mask, projections, num_kv_heads)
     batch = queries.shape[0]
     q = split_heads(W_q(queries), num_heads)  # (B, Q, Dq) -> (B, Q, H * dh) -> (B * H, Q, dh)
     k = split_heads(W_k(keys), groups)  # (B, K, Dk) -> (B, K, G * dh) -> (B * G, K, dh)

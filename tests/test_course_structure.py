@@ -1,4 +1,4 @@
-"""The notebooks follow the course's conventions (STYLE.md): names, kernel, parameters cell,
+"""The notebooks follow the course's conventions (README, "Adding a notebook"): names, kernel, parameters cell,
 navigation links, exercises with self-checks, and slider cells excluded from output comparison."""
 
 import json

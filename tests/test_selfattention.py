@@ -257,8 +257,8 @@ def test_show_matrix_error_messages_open_no_figure(matrix, kwargs, match):
 
 
 # ----------------------------------------------------------------------------------------------
-# plot_self_attention_steps and plot_worked_example (each call draws 8 annotated panels: ~1-2 s,
-# so every test below draws one figure and checks all it needs on it)
+# plot_self_attention_steps and plot_worked_example (each call lays out 8 panels with a number in every
+# cell, a slow draw, so every test below draws one figure and checks all it needs on it)
 # ----------------------------------------------------------------------------------------------
 
 PANEL_TITLES = ["inputs", "queries", "keys", "values", "scores", "weights", "weighted values", "outputs"]

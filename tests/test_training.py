@@ -407,10 +407,11 @@ def test_alignment_panels_feed_show_heatmaps_when_sizes_agree():
     [(torch.zeros(3, 6, 5), r"\(3, 6, 5\)"), (torch.zeros(6, 5), r"\(6, 5\)"), ([[0.0]], "list")],
     ids=["batch", "2-D", "list"],
 )
-def test_alignment_panels_error_messages(weights, shown):
+def test_plot_alignments_weights_error_messages_open_no_figure(weights, shown):
     batch, tokens, _ = _decoded()
     with pytest.raises(ValueError, match=rf"weights must be \(B, T, S\) with B = 2 examples, got {shown}"):
-        alignment_panels(weights, batch, tokens, [0])
+        plot_alignments(weights, batch, tokens, [0])
+    assert plt.get_fignums() == []
 
 
 def _mesh_data(ax):

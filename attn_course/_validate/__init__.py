@@ -9,7 +9,8 @@ formula follows. Every check of a course helper lives here, by what it checks:
 * ``lm``       the KV cache, generation, the language-modelling data, training and measures
 * ``cost``     scaling and the cost modules, and their figures
 * ``rotary_linear``  RoPE, ALiBi, context extension, linear attention and the delta rule
-* ``figures``  the figures of notebooks 11 and 12
+* ``figures``  the figures of matrices and vectors (``show_heatmaps``, ``show_matrix``) and of notebooks 11 and 12
+* ``model_figures``  the figures of what a model returned (notebooks 07-09)
 * ``widgets``  the slider panels
 
 Every helper checks what a learner hands it before computing, so a mistake is reported
@@ -209,15 +210,16 @@ def require_self_attention_inputs(inputs, w_query, w_key, w_value) -> None:
         require_finite(t, name)
 
 
-def require_heads_inputs(queries, keys, values, num_heads, valid_lens, mask, projections) -> None:
-    """Every argument of ``multi_head_attention``, checked against the caller's sizes.
+def require_heads_inputs(queries, keys, values, num_heads, valid_lens, mask, projections, num_kv_heads) -> int:
+    """Every argument of ``multi_head_attention``, checked against the caller's sizes; returns G, the number of
+    key/value heads.
 
-    ``projections``: (name, function) pairs; a function with a ``.weight`` (an ``nn.Linear``) must match the
+    ``projections``: name -> function; a function with a ``.weight`` (an ``nn.Linear``) must match the
     inputs' dtype, and ``W_q``, ``W_k``, ``W_v`` their input's last size. ``mask``: (Q, K), (1, Q, K) or (B, Q, K).
     """
     require_qkv(queries, keys, values, same_size=False)
     require_int(num_heads, "num_heads")
-    for name, fn in projections:
+    for name, fn in projections.items():
         if not callable(fn):
             raise TypeError(f"{name} must be a projection such as nn.Linear, got {type(fn).__name__}")
         weight = getattr(fn, "weight", None)  # an nn.Linear: its parameters must match the inputs' dtype
@@ -240,6 +242,7 @@ def require_heads_inputs(queries, keys, values, num_heads, valid_lens, mask, pro
                 f"mask must have shape (Q, K), (1, Q, K) or (B, Q, K) = {' or '.join(map(str, wanted))}, "
                 f"got {tuple(mask.shape)}"
             )
+    return require_kv_heads(num_heads, num_kv_heads)
 
 
 def require_kv_features(k: torch.Tensor, v: torch.Tensor, head_size: int, groups: int) -> None:

@@ -1,15 +1,136 @@
-"""Input checks of the figures of notebooks 11 and 12 (private): ``plots.rotary``, ``plots.extrapolation`` and
-``plots.linear``; see ``_validate``, whose checks these are built from.
+"""Input checks of the figures of matrices and vectors (private): ``show_heatmaps`` and ``show_matrix``
+(``plots.heatmaps``, ``plots.selfattention``), then the figures of notebooks 11 and 12 (``plots.rotary``,
+``plots.extrapolation``, ``plots.linear``); see ``_validate``, whose checks these are built from. The figures of
+what a model returned are checked in ``model_figures``.
+
+A figure opens with one call from here, so its body is the drawing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from . import require_finite, require_float, require_int, require_rank
+import numpy as np
+import torch
+
+from . import (
+    LOW_PRECISION,
+    require_finite,
+    require_float,
+    require_int,
+    require_number,
+    require_rank,
+    require_self_attention_inputs,
+    require_sequence,
+)
 from .rotary_linear import require_scaling
 
 # A private module: every helper imports the checks it needs by name, so it has no __all__.
+
+
+def require_array(x, name: str) -> np.ndarray:
+    """``x`` (a tensor, an array or nested lists of numbers) as a float NumPy array, or a TypeError naming ``name``."""
+    wanted = f"{name} must be a tensor or an array of numbers"
+    if x is None or isinstance(x, str | bytes):
+        raise TypeError(f"{wanted}, got {type(x).__name__}")
+    try:
+        if isinstance(x, torch.Tensor):  # NumPy has no bfloat16: low precision is widened first
+            x = x.detach().cpu()
+            x = (x.float() if x.dtype in LOW_PRECISION else x).numpy()
+        return np.asarray(x).astype(float)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"{wanted}, got {type(x).__name__} ({error})") from None
+
+
+# ---- show_heatmaps (plots.heatmaps) and show_matrix (plots.selfattention) ------------------------------------------
+
+
+def require_heatmaps(matrices, titles, xticklabels, yticklabels, vmin, vmax, ax) -> tuple:
+    """show_heatmaps' arguments: the matrices as a grid (R, C, Q, K), one list of tick labels per panel for each
+    axis, whether all panels share them, and the colour scale (lo, hi); ``ax`` None or one axes per panel."""
+    data = require_array(matrices, "matrices")
+    vmin, vmax = (None if v is None else require_number(v, name) for name, v in (("vmin", vmin), ("vmax", vmax)))
+    if data.ndim not in (2, 3, 4) or 0 in data.shape:
+        raise ValueError(
+            f"matrices must have shape (Q, K), (P, Q, K) or (R, C, Q, K) with no empty axis, got shape {data.shape}"
+        )
+    grid = data.reshape((1, 1) + data.shape[-2:]) if data.ndim == 2 else data
+    grid = grid[None] if grid.ndim == 3 else grid  # (R, C, Q, K)
+    rows, cols, num_q, num_k = grid.shape
+    x_panels, y_panels = (
+        _panel_labels(name, labels, n, rows * cols)
+        for name, labels, n in (("xticklabels", xticklabels, num_k), ("yticklabels", yticklabels, num_q))
+    )
+    if titles is not None:
+        require_sequence(titles, "titles", "panel titles")
+    if titles is not None and len(titles) != rows * cols:
+        raise ValueError(f"titles must hold {rows * cols} titles (one per panel), got {len(titles)}")
+    if not np.isfinite(data).all():
+        raise ValueError("matrices must be finite; got NaN or infinity (check the masking)")
+    given = 0 if ax is None else np.asarray(ax, dtype=object).size
+    if ax is not None and given != rows * cols:
+        raise ValueError(f"ax must hold one axes per panel ({rows * cols}), got {given}")
+    lo = min(0.0, float(data.min())) if vmin is None else vmin
+    hi = float(data.max()) if vmax is None else vmax
+    shared = x_panels[1] and y_panels[1]  # one set of labels for every panel: only the outer panels write them
+    labels = {"xticklabels": x_panels[0], "yticklabels": y_panels[0]}
+    return grid, labels, shared, (lo, hi if hi > lo else lo + 1.0)
+
+
+def _panel_labels(name: str, labels, n: int, panels: int) -> tuple[list, bool]:
+    """One list of ``n`` tick labels (or None) per panel, and whether one list serves every panel."""
+    if labels is not None:
+        require_sequence(labels, name, "tick labels")
+    per_panel = labels is not None and len(labels) > 0 and isinstance(labels[0], (list, tuple))
+    if per_panel and len(labels) != panels:
+        raise ValueError(f"{name} must hold one list per panel ({panels}), got {len(labels)} lists")
+    lists = list(labels) if per_panel else [labels] * panels
+    for panel in lists:
+        if panel is not None and len(panel) != n:
+            raise ValueError(
+                f"{name} must hold {n} labels (one per {'key' if name[0] == 'x' else 'query'}), got {len(panel)}"
+            )
+    return lists, not per_panel  # per-panel lists are each panel's own, even when two agree (a slider keeps its frame)
+
+
+def require_matrix(matrix, row_labels, col_labels, vmin, vmax) -> np.ndarray:
+    """show_matrix's arguments: a finite (R, C) matrix, returned as a float array; R row and C column labels (or
+    None); the colour scale vmin < vmax, either None."""
+    data = require_array(matrix, "matrix")
+    if data.ndim != 2 or 0 in data.shape:
+        raise ValueError(f"matrix must be 2-D (R, C) with no empty axis, got shape {data.shape}")
+    if not np.isfinite(data).all():
+        raise ValueError("matrix must be finite, got NaN or infinity")
+    for name, labels, n in (("row_labels", row_labels, data.shape[0]), ("col_labels", col_labels, data.shape[1])):
+        if labels is not None:
+            require_sequence(labels, name, "labels")
+        if labels is not None and len(labels) != n:
+            raise ValueError(f"{name} must hold {n} labels, got {len(labels)}")
+    bounds = [None if v is None else require_number(v, name) for name, v in (("vmin", vmin), ("vmax", vmax))]
+    if None not in bounds and bounds[0] >= bounds[1]:
+        raise ValueError(f"vmin must be below vmax, got vmin = {bounds[0]} and vmax = {bounds[1]}")
+    return data
+
+
+def require_step_figure(inputs, w_query, w_key, w_value, token, token_names, axes=None) -> list[str]:
+    """plot_self_attention_steps' arguments: those of ``self_attention_steps``, with no empty panel to draw; a token
+    in [0, T - 1]; T token names (returned, ``x0, x1, ...`` by default); ``axes`` None or 8 axes."""
+    require_self_attention_inputs(inputs, w_query, w_key, w_value)
+    for name, t in (("inputs", inputs), ("w_value", w_value)):  # an empty panel has nothing to draw
+        if 0 in t.shape:
+            raise ValueError(f"{name} must have no empty axis to be drawn, got shape {tuple(t.shape)}")
+    num_tokens = inputs.shape[0]
+    require_int(token, "token", 0, num_tokens - 1)
+    names = list(token_names) if token_names is not None else [f"x{i}" for i in range(num_tokens)]
+    if len(names) != num_tokens:
+        raise ValueError(f"token_names must hold {num_tokens} names (one per token), got {len(names)}")
+    given = 8 if axes is None else np.asarray(axes, dtype=object).size
+    if given != 8:
+        raise ValueError(f"axes must hold 8 axes (two rows of four panels), got {given}")
+    return names
+
+
+# ---- RoPE, context extension and linear attention (plots.rotary, plots.extrapolation, plots.linear) ----------------
 
 
 def require_vector_pair(q, k) -> int:

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .._validate import LOW_PRECISION
+
 __all__ = [
     "Feedback",
     "ok",
@@ -103,7 +105,7 @@ def earlier_shape(answer, shape: tuple[int, ...], earlier: list[tuple[int, ...]]
 
 def low_precision(answer: torch.Tensor, what: str = "your tensor") -> Feedback | None:
     """A hint when ``answer`` is float16 or bfloat16 (about 3 significant digits, too few to check); else None."""
-    if answer.dtype in (torch.float16, torch.bfloat16):
+    if answer.dtype in LOW_PRECISION:
         return hint(
             f"{what} is {str(answer.dtype).removeprefix('torch.')}, which keeps only about 3 significant digits: "
             "compute in float32 or float64 (leave out .half() and dtype=torch.float16)."

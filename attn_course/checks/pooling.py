@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import torch
 
-from .._validate import require_sequence
+from .._validate import LOW_PRECISION, require_sequence
 from ..pooling import epanechnikov, nadaraya_watson
 from . import feedback as fb
 from .feedback import Feedback
@@ -169,7 +169,7 @@ def check_nw_pooling(fn) -> Feedback:
         for got, what, shape in ((weights, "weights", (num_q, num_k)), (pred, "predictions", (num_q,))):
             if not isinstance(got, torch.Tensor):
                 return fb.hint(f"{what} should be a torch.Tensor, got {type(got).__name__}.")
-            if got.dtype in (torch.float16, torch.bfloat16):
+            if got.dtype in LOW_PRECISION:
                 return fb.low_precision(got, f"your {what}")
             if tuple(got.shape) == shape[::-1] and len(shape) == 2:
                 return fb.hint(

@@ -12,11 +12,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from .._validate import require_dim, require_finite
+from .._validate import LOW_PRECISION, require_dim, require_finite
+from .._validate.figures import require_array
 
 __all__ = [
     "as_numpy",
-    "float_array",
     "float_vectors",
     "require_same_length",
     "new_axes",
@@ -33,14 +33,14 @@ def as_numpy(x) -> np.ndarray:
     """A tensor (float16 and bfloat16 widened: NumPy has no bfloat16), array or list as a NumPy array."""
     if isinstance(x, torch.Tensor):
         x = x.detach().cpu()
-        return (x.float() if x.dtype in (torch.float16, torch.bfloat16) else x).numpy()
+        return (x.float() if x.dtype in LOW_PRECISION else x).numpy()
     return np.asarray(x)
 
 
 def _float_vector(x, name: str, what: str) -> torch.Tensor:
     """``x`` (a tensor, or a list of numbers: float64) as a 1-D floating tensor of at least one ``what``."""
     if not isinstance(x, torch.Tensor):
-        x = torch.as_tensor(float_array(x, name), dtype=torch.float64)
+        x = torch.as_tensor(require_array(x, name), dtype=torch.float64)
     if not x.is_floating_point():
         raise TypeError(f"{name} must be a floating-point tensor of {what}, got {x.dtype}")
     if x.dim() != 1 or x.numel() == 0:
@@ -64,17 +64,6 @@ def float_vectors(what: dict[str, str], **named) -> list[torch.Tensor]:
 def require_same_length(x: torch.Tensor, name: str, ref: torch.Tensor, ref_name: str) -> None:
     """One entry of ``x`` per entry of ``ref`` (a prediction per test input, a target per training input)."""
     require_dim(x, name, 0, ref.shape[0], note=f"one per entry of {ref_name}")
-
-
-def float_array(x, name: str) -> np.ndarray:
-    """``x`` (a tensor, an array or nested lists of numbers) as a float NumPy array, or a TypeError naming ``name``."""
-    wanted = f"{name} must be a tensor or an array of numbers"
-    if x is None or isinstance(x, str | bytes):
-        raise TypeError(f"{wanted}, got {type(x).__name__}")
-    try:
-        return as_numpy(x).astype(float)
-    except (TypeError, ValueError) as error:
-        raise TypeError(f"{wanted}, got {type(x).__name__} ({error})") from None
 
 
 def new_axes(ax, figsize):

@@ -8,14 +8,20 @@ and ``lmeval``; this module only draws what they return.
 from __future__ import annotations
 
 import math
-import operator
 
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from .._validate import require_float, require_int, require_rank
+from .._validate import require_rank
+from .._validate.model_figures import (
+    require_cache_counts,
+    require_half_losses,
+    require_head_pairs,
+    require_head_scores,
+    require_time_curves,
+)
 from ..cost import loglog_slope
 from ..generation import next_token_probs
 from ..lmtrain import LMHistory
@@ -38,10 +44,7 @@ def plot_half_losses(history: LMHistory, vocab_size: int, smooth: int = 10, ax=N
     Both start at the loss of a uniform guess; a dashed line marks ``log(C - 1)``, the best the first half allows.
     ``smooth``: the curves are running means over that many steps.
     """
-    if not isinstance(history, LMHistory) or not history.first_half:
-        raise TypeError(f"history must be the LMHistory of train_lm, got {type(history).__name__}")
-    require_int(vocab_size, "vocab_size", 2)
-    require_int(smooth, "smooth")
+    require_half_losses(history, LMHistory, vocab_size, smooth)
     fig, ax = new_axes(ax, figsize)
     kernel = np.ones(smooth) / smooth
     for values, label in (
@@ -59,8 +62,7 @@ def plot_half_losses(history: LMHistory, vocab_size: int, smooth: int = 10, ax=N
 
 def plot_head_scores(scores: dict[str, torch.Tensor], figsize=(7.0, 2.6)) -> Figure:
     """The previous-token and induction scores of every head, (L, H) each, as two annotated grids."""
-    if not isinstance(scores, dict) or set(scores) != {"previous", "induction"}:
-        raise TypeError("scores must be the dict of head_scores: {'previous': (L, H), 'induction': (L, H)}")
+    require_head_scores(scores)
     fig, axes = plt.subplots(1, 2, figsize=figsize, layout="constrained")
     for ax, (name, title) in zip(
         axes, (("previous", "previous-token score"), ("induction", "induction score")), strict=True
@@ -82,28 +84,8 @@ def plot_head_patterns(weights: torch.Tensor, heads, labels=None, titles=None, f
         heads: (layer, head) pairs, counted from 0. labels: T token names for the axes (optional).
         titles: one title per head (default "layer l, head h").
     """
-    require_float(weights, "weights")
-    require_rank(weights, "weights", (4,), "(L, H, T, T)")
-    num_layers, num_heads, n = weights.shape[0], weights.shape[1], weights.shape[-1]
-    if min(weights.shape) == 0:
-        raise ValueError(f"weights must hold at least one layer, head and position, got shape {tuple(weights.shape)}")
-    if isinstance(heads, str | bytes) or not hasattr(heads, "__iter__"):
-        raise TypeError(f"heads must be a list of (layer, head) pairs, got {type(heads).__name__}")
-    heads = list(heads)
-    if not heads:
-        raise ValueError("heads must name at least one (layer, head) pair, got none")
-    for k, pair in enumerate(heads):
-        if not isinstance(pair, tuple | list) or len(pair) != 2:
-            raise TypeError(f"each of heads must be a (layer, head) pair, got {pair!r}")
-        try:  # ints, NumPy integers and 0-d integer tensors (an argmax) all index
-            heads[k] = layer, head = operator.index(pair[0]), operator.index(pair[1])
-        except TypeError:
-            raise TypeError(f"heads must hold (layer, head) pairs of integers, got {pair!r}") from None
-        if not (0 <= layer < num_layers and 0 <= head < num_heads):
-            raise ValueError(
-                f"heads must hold (layer, head) pairs with layer in [0, {num_layers - 1}] and head in "
-                f"[0, {num_heads - 1}] (weights has shape {tuple(weights.shape)}), got {pair!r}"
-            )
+    heads = require_head_pairs(weights, heads)  # [(layer, head), ...]
+    n = weights.shape[-1]  # T
     fig, axes = plt.subplots(1, len(heads), figsize=figsize, layout="constrained", squeeze=False)
     for i, (ax, (layer, head)) in enumerate(zip(axes[0], heads, strict=True)):
         mesh = draw_matrix(ax, as_numpy(weights[layer, head]), 0.0, 1.0, "Blues", annotate=False)
@@ -169,18 +151,7 @@ def _next_token_title(probs: np.ndarray, temperature: float, top_k: int | None) 
 
 def plot_time_per_token(lengths, seconds: dict[str, list[float]], ax=None, figsize=(5.5, 3.4)) -> Figure:
     """Seconds per generated token against the sequence length, log-log, one line per method, with its slope."""
-    if isinstance(lengths, str | bytes) or not hasattr(lengths, "__len__"):
-        raise TypeError(f"lengths must be a sequence of token counts, got {type(lengths).__name__}")
-    if not isinstance(seconds, dict):
-        raise TypeError(
-            f"seconds must map each method's name to its times, one per length, got {type(seconds).__name__}"
-        )
-    if not seconds:
-        raise ValueError("seconds must hold at least one method's times, got an empty dict")
-    for name, values in seconds.items():
-        if not hasattr(values, "__len__") or len(values) != len(lengths):
-            count = len(values) if hasattr(values, "__len__") else type(values).__name__
-            raise ValueError(f"seconds[{name!r}] must hold one time per length ({len(lengths)}), got {count}")
+    require_time_curves(lengths, seconds)
     fig, ax = new_axes(ax, figsize)
     for (name, values), marker in zip(seconds.items(), "os^", strict=False):
         slope = loglog_slope(list(lengths), list(values))
@@ -199,12 +170,7 @@ def plot_cache_bytes(values_per_token: dict[str, int], bytes_per_value: int = 2,
     bars' widths and labels in place; the axis keeps the range of 4 bytes per value, so that bars can be compared
     across settings.
     """
-    if not isinstance(values_per_token, dict) or not values_per_token:
-        raise TypeError(
-            f"values_per_token must be a non-empty dict of name -> count, got {type(values_per_token).__name__}"
-        )
-    counts = [require_int(v, f"values_per_token[{k!r}]") for k, v in values_per_token.items()]
-    require_int(bytes_per_value, "bytes_per_value", 1, 8)
+    counts = require_cache_counts(values_per_token, bytes_per_value)  # one per model
     fig, ax = new_axes(ax, figsize)
     names = list(values_per_token)
     y = np.arange(len(names))[::-1]

@@ -13,8 +13,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from .._validate import require_number, require_sequence
-from .base import draw_matrix, float_array, slants, thin_ticks
+from .._validate.figures import require_heatmaps
+from .base import draw_matrix, slants, thin_ticks
 
 __all__ = ["show_heatmaps"]
 
@@ -56,7 +56,7 @@ def show_heatmaps(
     Returns:
         The Figure, with one colour bar for all panels.
     """
-    grid, labels, shared, (lo, hi) = _heatmap_inputs(matrices, titles, xticklabels, yticklabels, vmin, vmax)
+    grid, labels, shared, (lo, hi) = require_heatmaps(matrices, titles, xticklabels, yticklabels, vmin, vmax, ax)
     rows, cols, num_q, num_k = grid.shape  # (R, C, Q, K)
     slanted = any(slants(p, num_k) for p in labels["xticklabels"])  # one rule for all panels
     if annotate == "auto":
@@ -96,45 +96,5 @@ def _panel_axes(ax, rows: int, cols: int, figsize) -> tuple:
     if ax is None:
         fig, axes = plt.subplots(rows, cols, figsize=figsize, squeeze=False, layout="constrained")
         return fig, axes
-    given = np.asarray(ax, dtype=object).reshape(-1)
-    if given.size != rows * cols:
-        raise ValueError(f"ax must hold one axes per panel ({rows * cols}), got {given.size}")
-    return given[0].figure, given.reshape(rows, cols)
-
-
-def _heatmap_inputs(matrices, titles, xticklabels, yticklabels, vmin, vmax):
-    """``show_heatmaps``'s arguments checked: the matrices as a grid (R, C, Q, K), one list of tick labels per panel
-    for each axis, whether all panels share them, and the colour scale (lo, hi)."""
-    data = float_array(matrices, "matrices")
-    vmin, vmax = (None if v is None else require_number(v, name) for name, v in (("vmin", vmin), ("vmax", vmax)))
-    if data.ndim not in (2, 3, 4) or 0 in data.shape:
-        raise ValueError(
-            f"matrices must have shape (Q, K), (P, Q, K) or (R, C, Q, K) with no empty axis, got shape {data.shape}"
-        )
-    grid = data.reshape((1, 1) + data.shape[-2:]) if data.ndim == 2 else data
-    grid = grid[None] if grid.ndim == 3 else grid  # (R, C, Q, K)
-    rows, cols, num_q, num_k = grid.shape
-    panel_labels = {}  # name -> one list of labels per panel
-    shared = True  # one set of labels for every panel: only the outer panels write them
-    for name, labels, n in (("xticklabels", xticklabels, num_k), ("yticklabels", yticklabels, num_q)):
-        if labels is not None:
-            require_sequence(labels, name, "tick labels")
-        per_panel = labels is not None and len(labels) > 0 and isinstance(labels[0], (list, tuple))
-        shared = shared and not per_panel  # each panel its own, even when two agree (a slider keeps its frame)
-        if per_panel and len(labels) != rows * cols:
-            raise ValueError(f"{name} must hold one list per panel ({rows * cols}), got {len(labels)} lists")
-        panel_labels[name] = list(labels) if per_panel else [labels] * (rows * cols)
-        for panel in panel_labels[name]:
-            if panel is not None and len(panel) != n:
-                raise ValueError(
-                    f"{name} must hold {n} labels (one per {'key' if name[0] == 'x' else 'query'}), got {len(panel)}"
-                )
-    if titles is not None:
-        require_sequence(titles, "titles", "panel titles")
-    if titles is not None and len(titles) != rows * cols:
-        raise ValueError(f"titles must hold {rows * cols} titles (one per panel), got {len(titles)}")
-    if not np.isfinite(data).all():
-        raise ValueError("matrices must be finite; got NaN or infinity (check the masking)")
-    lo = min(0.0, float(data.min())) if vmin is None else vmin
-    hi = float(data.max()) if vmax is None else vmax
-    return grid, panel_labels, shared, (lo, hi if hi > lo else lo + 1.0)
+    given = np.asarray(ax, dtype=object).reshape(rows, cols)
+    return given[0, 0].figure, given

@@ -36,32 +36,8 @@ def plot_saturation(
     if axes is None:
         _, axes = plt.subplots(1, 2, figsize=figsize, layout="constrained", width_ratios=(1, 1.1))
     left, right = axes
-    idx = np.arange(num_keys)
-    bars = []
-    for offset, (w, label), colour in zip(
-        (-0.2, 0.2), _one_query_weights(d, temperature, num_keys, seed), ("C3", "C0"), strict=True
-    ):
-        bars.append(left.bar(idx + offset, w, width=0.4, color=colour, label=label))
-    left.set_ylim(0, 1.05)
-    left.set_xlabel("key")
-    left.set_ylabel("attention weight")
-    title = left.set_title(_saturation_title(d, temperature, num_keys), fontsize=10)
-    legend = left.legend(fontsize=7, loc="upper left")
-    curves, marks = [], []
-    for (sizes, entropies, here), colour, name in zip(
-        _entropy_curves(d, temperature, num_keys, seed), ("C3", "C0"), ("q.k", "q.k / sqrt(D)"), strict=True
-    ):
-        curves.append(right.plot(sizes, entropies, marker=".", color=colour, label=name)[0])
-        marks.append(right.plot([d], [here], "o", color=colour, markersize=9, markerfacecolor="none")[0])
-    right.axhline(
-        math.log(num_keys), color="0.5", linestyle=":", label=f"uniform: log {num_keys} = {math.log(num_keys):.2f}"
-    )
-    right.set_xscale("log", base=2)
-    right.set_ylim(0, math.log(num_keys) * 1.1)
-    right.set_xlabel("D (log scale)")
-    right.set_ylabel("mean entropy of the weights (nats)")
-    right.set_title("Unscaled scores saturate the softmax as D grows", fontsize=10)
-    right.legend(fontsize=7, loc="lower left")
+    bars, title, legend = _draw_weights(left, d, temperature, num_keys, seed)
+    curves, marks = _draw_entropies(right, d, temperature, num_keys, seed)
     sizes = curves[0].get_xdata()
     among_sizes = min(sizes) <= d <= max(sizes)  # else the marks widen the D axis
 
@@ -89,6 +65,42 @@ def plot_saturation(
     fig = left.figure
     fig.slider_update = update
     return fig
+
+
+def _draw_weights(ax, d: int, temperature: float, num_keys: int, seed: int) -> tuple:
+    """The left panel of ``plot_saturation``: one bar set per softmax (unscaled, scaled), and the title and legend
+    that ``update`` rewrites."""
+    idx = np.arange(num_keys)
+    bars = []
+    for offset, (w, label), colour in zip(
+        (-0.2, 0.2), _one_query_weights(d, temperature, num_keys, seed), ("C3", "C0"), strict=True
+    ):
+        bars.append(ax.bar(idx + offset, w, width=0.4, color=colour, label=label))
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("key")
+    ax.set_ylabel("attention weight")
+    title = ax.set_title(_saturation_title(d, temperature, num_keys), fontsize=10)
+    return bars, title, ax.legend(fontsize=7, loc="upper left")
+
+
+def _draw_entropies(ax, d: int, temperature: float, num_keys: int, seed: int) -> tuple[list, list]:
+    """The right panel of ``plot_saturation``: the mean-entropy curves against D and the marks at ``d``."""
+    curves, marks = [], []
+    for (sizes, entropies, here), colour, name in zip(
+        _entropy_curves(d, temperature, num_keys, seed), ("C3", "C0"), ("q.k", "q.k / sqrt(D)"), strict=True
+    ):
+        curves.append(ax.plot(sizes, entropies, marker=".", color=colour, label=name)[0])
+        marks.append(ax.plot([d], [here], "o", color=colour, markersize=9, markerfacecolor="none")[0])
+    ax.axhline(
+        math.log(num_keys), color="0.5", linestyle=":", label=f"uniform: log {num_keys} = {math.log(num_keys):.2f}"
+    )
+    ax.set_xscale("log", base=2)
+    ax.set_ylim(0, math.log(num_keys) * 1.1)
+    ax.set_xlabel("D (log scale)")
+    ax.set_ylabel("mean entropy of the weights (nats)")
+    ax.set_title("Unscaled scores saturate the softmax as D grows", fontsize=10)
+    ax.legend(fontsize=7, loc="lower left")
+    return curves, marks
 
 
 def _saturation_title(d: int, temperature: float, num_keys: int) -> str:

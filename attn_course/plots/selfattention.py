@@ -11,10 +11,11 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from .._validate import require_int, require_number, require_sequence
+from .._validate import require_number
+from .._validate.figures import require_matrix, require_step_figure
 from ..data import three_token_example
 from ..selfattention import SelfAttentionSteps, self_attention_steps
-from .base import as_numpy, draw_matrix, float_array, set_matrix
+from .base import as_numpy, draw_matrix, set_matrix
 
 __all__ = ["show_matrix", "plot_self_attention_steps", "plot_worked_example"]
 
@@ -41,19 +42,7 @@ def show_matrix(
         fmt: number format of the annotations.
         vmin, vmax: the colour scale (to share one between panels); by default the matrix's own range.
     """
-    data = float_array(matrix, "matrix")
-    if data.ndim != 2 or 0 in data.shape:
-        raise ValueError(f"matrix must be 2-D (R, C) with no empty axis, got shape {data.shape}")
-    if not np.isfinite(data).all():
-        raise ValueError("matrix must be finite, got NaN or infinity")
-    for name, labels, n in (("row_labels", row_labels, data.shape[0]), ("col_labels", col_labels, data.shape[1])):
-        if labels is not None:
-            require_sequence(labels, name, "labels")
-        if labels is not None and len(labels) != n:
-            raise ValueError(f"{name} must hold {n} labels, got {len(labels)}")
-    bounds = [None if v is None else require_number(v, name) for name, v in (("vmin", vmin), ("vmax", vmax))]
-    if None not in bounds and bounds[0] >= bounds[1]:
-        raise ValueError(f"vmin must be below vmax, got vmin = {bounds[0]} and vmax = {bounds[1]}")
+    data = require_matrix(matrix, row_labels, col_labels, vmin, vmax)  # (R, C)
     if ax is None:
         _, ax = plt.subplots(figsize=figsize, layout="constrained")
     low, high = _colour_range(data)
@@ -122,12 +111,11 @@ def plot_self_attention_steps(
         token_names: T names for the rows (default ``x0, x1, ...``).
         axes: 8 axes to draw on (two rows of four), or None for a new figure.
     """
-    steps, names = _drawable_steps(inputs, w_query, w_key, w_value, scale, token, token_names)
+    names = require_step_figure(inputs, w_query, w_key, w_value, token, token_names, axes)
+    steps = self_attention_steps(inputs, w_query, w_key, w_value, scale)
     if axes is None:
         _, axes = plt.subplots(2, 4, figsize=figsize, layout="constrained")
-    axes = np.asarray(axes, dtype=object).reshape(-1)
-    if axes.size != 8:
-        raise ValueError(f"axes must hold 8 axes (two rows of four panels), got {axes.size}")
+    axes = np.asarray(axes, dtype=object).reshape(-1)  # (8,)
     fig = axes[0].figure
     panels = _step_panels(inputs, steps, scale, token, names)
     for i, (ax, panel, colour_range) in enumerate(zip(axes, panels, _shared_ranges(panels), strict=True)):
@@ -137,7 +125,8 @@ def plot_self_attention_steps(
 
     def update(inputs, w_query, w_key, w_value, scale=False, token=0, token_names=None, **_) -> bool:
         """New values on the same artists (see ``attn_course.widgets``); True when they need a new figure."""
-        steps, names = _drawable_steps(inputs, w_query, w_key, w_value, scale, token, token_names)
+        names = require_step_figure(inputs, w_query, w_key, w_value, token, token_names)
+        steps = self_attention_steps(inputs, w_query, w_key, w_value, scale)
         panels = _step_panels(inputs, steps, scale, token, names)
         if names != drawn[1] or any(
             new[0].shape != old[0].shape or new[2] != old[2] for new, old in zip(panels, drawn[0], strict=True)
@@ -153,16 +142,6 @@ def plot_self_attention_steps(
     return fig
 
 
-def _drawable_steps(inputs, w_query, w_key, w_value, scale, token, token_names) -> tuple:
-    """``self_attention_steps`` of arguments that can be drawn (no empty panel, a token to show) and the T names."""
-    steps = self_attention_steps(inputs, w_query, w_key, w_value, scale)
-    for name, t in (("inputs", inputs), ("w_value", w_value)):  # an empty panel has nothing to draw
-        if 0 in t.shape:
-            raise ValueError(f"{name} must have no empty axis to be drawn, got shape {tuple(t.shape)}")
-    require_int(token, "token", 0, inputs.shape[0] - 1)
-    return steps, _token_names(token_names, inputs.shape[0])
-
-
 def _draw_step(ax, panel: tuple, colour_range: tuple[float, float], names: list[str], cmap: str) -> None:
     """One panel of ``plot_self_attention_steps``: its matrix, numbers, labels and title."""
     matrix, title, columns, fmt = panel
@@ -176,14 +155,6 @@ def _draw_step(ax, panel: tuple, colour_range: tuple[float, float], names: list[
     for axis in (ax.xaxis, ax.yaxis):  # an empty axis label at a fixed spot: no tick label to measure on a draw
         if not axis.label.get_text():
             axis.set_label_coords(0.0, 0.0)
-
-
-def _token_names(token_names, num_tokens: int) -> list[str]:
-    """``token_names`` as a list of ``num_tokens`` names (default ``x0, x1, ...``)."""
-    names = list(token_names) if token_names is not None else [f"x{i}" for i in range(num_tokens)]
-    if len(names) != num_tokens:
-        raise ValueError(f"token_names must hold {num_tokens} names (one per token), got {len(names)}")
-    return names
 
 
 def _suptitle(scale: bool) -> str:

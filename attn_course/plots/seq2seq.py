@@ -10,7 +10,12 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from .._validate import require_dim, require_finite, require_float, require_int, require_sequence, require_tensor
+from .._validate.model_figures import (
+    require_accuracy_results,
+    require_alignments,
+    require_decoding_step,
+    require_histories,
+)
 from ..tasks import EOS, Batch, labels, to_text
 from ..training import History
 from .base import draw_matrix
@@ -20,13 +25,7 @@ __all__ = ["plot_history", "plot_accuracy_by_length", "plot_alignments", "plot_d
 
 def plot_history(histories: dict[str, History], figsize=(9.0, 3.2)) -> Figure:
     """Training loss and validation sequence accuracy per epoch, one line per model."""
-    if not isinstance(histories, dict):
-        raise TypeError(f"histories must be a dict {{model name: History}}, got {type(histories).__name__}")
-    if not histories:
-        raise ValueError("histories must be a non-empty dict {model name: History}, got an empty dict")
-    for name, history in histories.items():
-        if not isinstance(history, History):
-            raise TypeError(f"histories[{name!r}] must be a History (from train_seq2seq), got {type(history).__name__}")
+    require_histories(histories, History)
     fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=figsize, layout="constrained")
     for name, h in histories.items():
         epochs = range(1, len(h.train_loss) + 1)
@@ -40,8 +39,7 @@ def plot_history(histories: dict[str, History], figsize=(9.0, 3.2)) -> Figure:
 
 def plot_accuracy_by_length(results: dict[str, dict[int, float]], ax=None, figsize=(5.5, 3.2)) -> Figure:
     """Sequence accuracy against source length, one line per model."""
-    if not isinstance(results, dict) or not results:
-        raise ValueError("results must be a non-empty dict {model name: accuracy_by_length(...)}")
+    require_accuracy_results(results)
     if ax is None:
         fig, ax = plt.subplots(figsize=figsize, layout="constrained")
     else:
@@ -57,29 +55,11 @@ def plot_accuracy_by_length(results: dict[str, dict[int, float]], ax=None, figsi
 def _alignment_panels(weights: torch.Tensor, batch: Batch, tokens: torch.Tensor, indices) -> dict:
     """Cut the attention of examples ``indices`` to their real size and label it, for ``show_heatmaps``.
 
-    Args:
-        weights: (B, T, S) attention of output steps over source positions (from ``model.greedy``).
-        batch: the examples that were decoded. tokens: (B, T) the decoded tokens.
-        indices: which examples to show.
-
-    Returns a dict of lists, one entry per example: ``matrices`` ((T_i, S_i) tensors, sizes differ from example
-    to example), ``xticklabels`` (source tokens), ``yticklabels`` (output tokens) and ``titles``.
-    :func:`plot_alignments` draws them; ``show_heatmaps(**panels)`` works only when all examples have one size.
+    Arguments as in :func:`plot_alignments`, which checks them. Returns a dict of lists, one entry per example:
+    ``matrices`` ((T_i, S_i) tensors, sizes differ from example to example), ``xticklabels`` (source tokens),
+    ``yticklabels`` (output tokens) and ``titles``. :func:`plot_alignments` draws them; ``show_heatmaps(**panels)``
+    works only when all examples have one size.
     """
-    if not isinstance(weights, torch.Tensor) or weights.ndim != 3 or weights.shape[0] != len(batch):
-        got = tuple(weights.shape) if isinstance(weights, torch.Tensor) else type(weights).__name__
-        raise ValueError(f"weights must be (B, T, S) with B = {len(batch)} examples, got {got}")
-    require_float(weights, "weights")
-    require_dim(weights, "weights", 2, batch.src.shape[1], "S = ", "one column per source position")
-    require_tensor(tokens, "tokens")
-    if tuple(tokens.shape) != tuple(weights.shape[:2]):
-        raise ValueError(
-            f"tokens must be the decoded tokens (B, T) = {tuple(weights.shape[:2])}, one per row of weights, "
-            f"got shape {tuple(tokens.shape)}"
-        )
-    require_sequence(indices, "indices", "example numbers")
-    for n, i in enumerate(indices):
-        require_int(i, f"indices[{n}]", 0, len(batch) - 1)
     panels: dict[str, list] = {"matrices": [], "xticklabels": [], "yticklabels": [], "titles": []}
     for i in indices:
         src_len = int(batch.src_len[i])
@@ -97,12 +77,16 @@ def plot_alignments(
 ) -> Figure:
     """Heatmaps of the attention of a few decoded examples, each at its own size, with one colour bar.
 
-    Arguments as in :func:`_alignment_panels`. Rows are output tokens, columns are source tokens.
+    Rows are output tokens, columns are source tokens.
+
+    Args:
+        weights: (B, T, S) attention of output steps over source positions (from ``model.greedy``).
+        batch: the examples that were decoded. tokens: (B, T) the decoded tokens.
+        indices: which examples to show (at least one).
     """
+    require_alignments(weights, batch, tokens, indices)
     panels = _alignment_panels(weights, batch, tokens, indices)
     widths = [m.shape[1] for m in panels["matrices"]]
-    if not widths:
-        raise ValueError("indices must pick at least one example")
     figsize = figsize or (0.32 * sum(widths) + 1.6 * len(widths) + 1.0, 0.3 * max(widths) + 1.6)
     fig, axes = plt.subplots(1, len(widths), figsize=figsize, width_ratios=widths, layout="constrained", squeeze=False)
     for ax, m, xl, yl, title in zip(axes[0], *panels.values(), strict=True):
@@ -126,19 +110,8 @@ def plot_decoding_step(
         weights: (T, S) attention of each output step over the source positions, for one example.
         src_labels: S source tokens. out_labels: T decoded tokens.
     """
-    if not isinstance(weights, torch.Tensor) or weights.ndim != 2:
-        raise ValueError(f"weights must be a (T, S) tensor for one example, got {getattr(weights, 'shape', weights)!r}")
-    require_float(weights, "weights")
-    require_finite(weights, "weights")
+    require_decoding_step(step, weights, src_labels, out_labels)
     num_steps, num_src = weights.shape
-    require_sequence(src_labels, "src_labels", "token labels")
-    require_sequence(out_labels, "out_labels", "token labels")
-    if len(src_labels) != num_src or len(out_labels) != num_steps:
-        raise ValueError(
-            f"need S = {num_src} source labels and T = {num_steps} output labels, "
-            f"got {len(src_labels)} and {len(out_labels)}"
-        )
-    require_int(step, "step", 0, num_steps - 1)
     w = weights.detach().cpu().double()
     fig, (ax_bar, ax_map) = plt.subplots(1, 2, figsize=figsize, layout="constrained", width_ratios=(1.2, 1))
     colours = ["tab:red" if j == int(w[step].argmax()) else "tab:gray" for j in range(num_src)]

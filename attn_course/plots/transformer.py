@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 from matplotlib.figure import Figure
 
-from .._validate import require_choice, require_int
+from .._validate.model_figures import require_layer_weights
 from ..tasks import EOS, Batch, labels, to_text
 from .base import weight_map
 from .heatmaps import show_heatmaps
@@ -33,15 +33,7 @@ def plot_transformer_attention(
         batch: the decoded examples. tokens: (B, T) the decoded tokens.
         index: which example. kind: ``"encoder"``, ``"decoder"`` or ``"cross"``.
     """
-    require_choice(kind, "kind", ATTENTION_KINDS)
-    if not isinstance(weights, dict):
-        got = type(weights).__name__
-        raise TypeError(f"weights must be the dict of attention weights from TransformerSeq2Seq.greedy, got {got}")
-    if kind not in weights:
-        raise ValueError(
-            f"weights must be the dict of attention weights from TransformerSeq2Seq.greedy, got {weights!r}"
-        )
-    require_int(index, "index", 0, len(batch) - 1)
+    require_layer_weights(weights, batch, index, kind, ATTENTION_KINDS)
     src_len = int(batch.src_len[index])
     out = tokens[index].tolist()
     out_len = out.index(EOS) + 1 if EOS in out else len(out)
