@@ -244,18 +244,32 @@ def require_steps(queries, keys, values) -> None:
         )
 
 
-def require_delta_inputs(queries, keys, values, beta) -> None:
-    """delta_rule's inputs: the recurrent forms' (B, T, .) and ``beta`` (B, T) in [0, 1], the dtype of queries."""
+def require_delta_inputs(queries, keys, values, beta, alpha=None) -> None:
+    """The delta rules' inputs: the recurrent forms' (B, T, .), ``beta`` (B, T) in [0, 1] in the dtype of queries, and
+    the same for the gated rule's ``alpha``."""
     require_steps(queries, keys, values)
-    require_float(beta, "beta")
-    require_rank(beta, "beta", (2,), "(B, T)")
-    require_same_dtype(beta, "beta", queries, "queries")
-    if tuple(beta.shape) != tuple(queries.shape[:2]):
+    require_gate(beta, "beta", queries, "strength")
+    if alpha is not None:
+        require_gate(alpha, "alpha", queries, "decay factor")
+
+
+def require_chunked_delta_inputs(queries, keys, values, beta, chunk_size) -> None:
+    """The chunked delta rule's inputs: ``delta_rule``'s, and ``chunk_size`` a whole number >= 1."""
+    require_delta_inputs(queries, keys, values, beta)
+    require_int(chunk_size, "chunk_size")
+
+
+def require_gate(gate, name: str, queries, what: str) -> None:
+    """A gate ``name`` of shape (B, T), one number in [0, 1] per step, finite, in the dtype of ``queries``."""
+    require_float(gate, name)
+    require_rank(gate, name, (2,), "(B, T)")
+    require_same_dtype(gate, name, queries, "queries")
+    if tuple(gate.shape) != tuple(queries.shape[:2]):
         raise ValueError(
-            f"beta must have shape (B, T) = {tuple(queries.shape[:2])}, one strength per step, "
-            f"got shape {tuple(beta.shape)}"
+            f"{name} must have shape (B, T) = {tuple(queries.shape[:2])}, one {what} per step, "
+            f"got shape {tuple(gate.shape)}"
         )
-    require_finite(beta, "beta")
-    if beta.numel() and bool(((beta < 0) | (beta > 1)).any()):
-        bad = beta[(beta < 0) | (beta > 1)][0]
-        raise ValueError(f"beta must lie in [0, 1], got {float(bad)}")
+    require_finite(gate, name)
+    if gate.numel() and bool(((gate < 0) | (gate > 1)).any()):
+        bad = gate[(gate < 0) | (gate > 1)][0]
+        raise ValueError(f"{name} must lie in [0, 1], got {float(bad)}")
