@@ -32,7 +32,8 @@ Every notebook imports it; each module covers one idea, in course order:
 * ``checks``    instant feedback for the exercises
 * ``efficient``  the online softmax and a tiled (FlashAttention) forward pass, causal and local (notebook 10)
 * ``linear``    linear attention: feature maps, recurrent and chunked forms, decay (notebook 12)
-* ``delta_rule``  the delta rule: a linear-attention memory that overwrites a key's value (notebook 12)
+* ``delta_rule``  the delta rule, Gated DeltaNet and the chunked (UT transform) form (notebook 12)
+* ``mqar``      the recall race: multi-query associative recall learned by each kind of memory (notebook 12)
 
 Axis names, used in every docstring and shape comment:
 
@@ -81,6 +82,7 @@ from .rotary import *  # noqa: F403
 from .extrapolation import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .delta_rule import *  # noqa: F403
+from .mqar import *  # noqa: F403
 from .plots import *  # noqa: F403
 from .widgets import *  # noqa: F403
 # isort: on
@@ -115,6 +117,7 @@ _MODULES = (
     "extrapolation",
     "linear",
     "delta_rule",
+    "mqar",
     "plots",
     "widgets",
 )

@@ -78,6 +78,45 @@ def test_the_chunked_form_on_unnormalised_keys_and_a_full_beta():
     assert (delta_rule_chunked(q, k, v, beta, 4)[0] - delta_rule(q, k, v, beta)[0]).abs().max() < 1e-9
 
 
+@pytest.mark.parametrize("chunk_size", [1, 2, 3, 4, 5, 11, 16])
+def test_the_gated_chunked_form_is_gated_delta_net(chunk_size):
+    q, k, v, beta, alpha = inputs()
+    out, S = delta_rule_chunked(q, k, v, beta, chunk_size, alpha=alpha)
+    ref_out, ref_S = gated_loop(q, k, v, beta, alpha)
+    assert (out - ref_out).abs().max() < 1e-9 and (S - ref_S).abs().max() < 1e-9
+
+
+def test_the_gated_chunked_form_takes_a_gate_of_zero_without_nan():
+    q, k, v, beta, alpha = inputs(T=12)
+    alpha[0, 3], alpha[1, 5:7] = 0.0, 0.0  # forget everything there: log 0 = -inf inside the chunk
+    out, S = delta_rule_chunked(q, k, v, beta, 8, alpha=alpha)
+    ref_out, ref_S = gated_loop(q, k, v, beta, alpha)
+    assert out.isfinite().all() and (out - ref_out).abs().max() < 1e-9 and (S - ref_S).abs().max() < 1e-9
+
+
+def test_the_gated_chunked_form_with_alpha_one_is_the_plain_chunked_form():
+    q, k, v, beta, _ = inputs()
+    gated = delta_rule_chunked(q, k, v, beta, 4, alpha=torch.ones_like(beta))
+    plain = delta_rule_chunked(q, k, v, beta, 4)
+    assert all(torch.equal(a, b) for a, b in zip(gated, plain, strict=True))
+
+
+def test_gradients_through_the_gated_chunked_form_are_the_loops():
+    q, k, v, beta, alpha = (t.clone().requires_grad_() for t in inputs(T=7))
+    out, S = delta_rule_chunked(q, k, v, beta, 3, alpha=alpha)
+    grads = torch.autograd.grad((out.sum() + S.square().sum()), (q, k, v, beta, alpha))
+    ref_out, ref_S = gated_loop(q, k, v, beta, alpha)
+    ref_grads = torch.autograd.grad((ref_out.sum() + ref_S.square().sum()), (q, k, v, beta, alpha))
+    for got, want in zip(grads, ref_grads, strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-9)
+
+
+def test_a_wrong_alpha_of_the_chunked_form_is_named():
+    q, k, v, beta, alpha = inputs()
+    with pytest.raises(ValueError, match=r"alpha must lie in \[0, 1\]"):
+        delta_rule_chunked(q, k, v, beta, 4, alpha=alpha + 2)
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
 def test_low_precision_keeps_its_dtype_and_stays_close(dtype):
     q, k, v, beta, alpha = inputs(dtype=torch.float64)

@@ -253,9 +253,9 @@ def require_delta_inputs(queries, keys, values, beta, alpha=None) -> None:
         require_gate(alpha, "alpha", queries, "decay factor")
 
 
-def require_chunked_delta_inputs(queries, keys, values, beta, chunk_size) -> None:
-    """The chunked delta rule's inputs: ``delta_rule``'s, and ``chunk_size`` a whole number >= 1."""
-    require_delta_inputs(queries, keys, values, beta)
+def require_chunked_delta_inputs(queries, keys, values, beta, chunk_size, alpha=None) -> None:
+    """The chunked delta rule's inputs: the plain or gated rule's, and ``chunk_size`` a whole number >= 1."""
+    require_delta_inputs(queries, keys, values, beta, alpha)
     require_int(chunk_size, "chunk_size")
 
 

@@ -1,5 +1,5 @@
-"""Checks for the exercise on the delta rule: one update that writes the error v - S^T k, so a key stored twice is
-overwritten (notebook 12)."""
+"""Checks for the exercises on the delta rule: one update that writes the error v - S^T k, so a key stored twice is
+overwritten; the UT transform, the triangular solve that gives a whole chunk's writes at once (notebook 12)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from . import feedback as fb
 from .build_it import float32_close, gaussian, mistake_hint, shape_hint, step_results, with_case
 from .feedback import Feedback
 
-__all__ = ["check_delta_step"]
+__all__ = ["check_delta_step", "check_ut_transform"]
 
 
 def _reference_delta(S, q, k, v, beta):
@@ -148,4 +148,168 @@ def check_delta_step(step) -> Feedback:
     return fb.ok(
         "the state and the output match on every hidden case, including a key written twice: the second write "
         "replaces the first (with beta = 1). This is the loop inside ac.delta_rule."
+    )
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The UT transform: a chunk's writes U from one unit lower-triangular solve
+# ----------------------------------------------------------------------------------------------------------------------
+
+
+def _reference_ut(keys, values, beta, state):
+    eye = torch.eye(keys.shape[0], dtype=keys.dtype)  # (C, C)
+    system = eye + beta[:, None] * torch.tril(keys @ keys.T, diagonal=-1)  # (C, C): I + diag(beta) tril(K K^T, -1)
+    rhs = beta[:, None] * (values - keys @ state)  # (C, V): diag(beta) (V - K S_0)
+    return torch.linalg.solve_triangular(system, rhs, upper=False, unitriangular=True)  # (C, V)
+
+
+def _ut_cases() -> list[tuple[str, dict]]:
+    """Hidden cases: unit keys, a state written by earlier chunks, float64; C, D, V and beta vary (zeros and ones)."""
+    gen = torch.Generator().manual_seed(1313)
+
+    def case(steps: int, size: int, v: int, beta: list[float] | None = None, repeat: bool = False) -> dict:
+        keys = gaussian(steps, size, gen=gen)
+        keys = keys / keys.norm(dim=-1, keepdim=True)  # (C, D)
+        if repeat:
+            keys[-1] = keys[0]  # a key written twice inside the chunk
+        state = torch.zeros(size, v, dtype=torch.float64)
+        for _ in range(3):  # the state that the earlier chunks left: three delta-rule writes
+            key = gaussian(size, gen=gen)
+            state, _ = _reference_delta(state, key, key / key.norm(), gaussian(v, gen=gen), 0.8)
+        b = torch.rand(steps, generator=gen, dtype=torch.float64) * 0.8 + 0.1 if beta is None else beta
+        return {
+            "keys": keys,
+            "values": gaussian(steps, v, gen=gen),
+            "beta": torch.as_tensor(b).double(),
+            "state": state,
+        }
+
+    return [
+        ("C = 5 steps, D = V = 4, beta in (0, 1)", case(5, 4, 4)),  # square: S_0 vs S_0^T gives the right shape
+        ("C = 8, D = 6, V = 3, beta with zeros and ones", case(8, 6, 3, [1, 0, 0.5, 1, 0, 0.3, 1, 0.9])),
+        ("C = 1, D = 5, V = 2", case(1, 5, 2)),
+        ("C = 2, D = 3, V = 7", case(2, 3, 7)),
+        ("C = 5, D = 7, V = 2, the first key written again at the end", case(5, 7, 2, repeat=True)),
+    ]
+
+
+def _ut_mistakes(keys, values, beta, state):
+    """(what a common mistake computes for U, the hint that names it)."""
+    eye, gram, b = torch.eye(keys.shape[0], dtype=keys.dtype), keys @ keys.T, beta[:, None]  # (C, C), (C, C), (C, 1)
+    lower = torch.tril(gram, diagonal=-1)  # (C, C)
+    system, rhs, square = eye + b * lower, b * (values - keys @ state), state.shape[0] == state.shape[1]
+    why = "U's row t is beta_t (v_t - S_0^T k_t - sum_{i<t} (k_i . k_t) u_i)"
+    return [
+        (
+            rhs,
+            f"the earlier writes of the chunk are missing: {why}; each u_i changes what the memory returns for k_t "
+            "(the plain loop of outer products is the triangular system with no tril(K K^T, -1) term).",
+        ),
+        (
+            torch.linalg.solve(eye + b * torch.tril(gram), rhs),
+            "take the strict lower triangle, tril(K K^T, -1): step t "
+            "is corrected by the earlier steps i < t only; with diagonal=0 each u_t is divided by 1 + beta_t |k_t|^2.",
+        ),
+        (
+            torch.linalg.solve(eye + b * torch.triu(gram, diagonal=1), rhs),
+            "the lower triangle, tril(K K^T, -1): step "
+            "t is corrected by the steps written before it (i < t), not by the later ones (triu).",
+        ),
+        (
+            torch.linalg.solve(eye - b * lower, rhs),
+            f"the correction enters with a plus sign, I + diag(beta) tril(K K^T, -1): {why}, moved to the left side.",
+        ),
+        (
+            torch.linalg.solve(system, values - keys @ state),
+            "beta scales the right side too: diag(beta) (V - K S_0), each step writes beta_t times its error.",
+        ),
+        (
+            torch.linalg.solve(eye + lower, rhs),
+            "beta scales the correction in the matrix too: I + diag(beta) tril(K K^T, -1), row t times beta_t.",
+        ),
+        (
+            torch.linalg.solve(eye + lower * beta[None, :], rhs),
+            "diag(beta) multiplies the matrix from the left (row t "
+            "gets beta_t, the strength of the step being written), not the columns: tril(K K^T, -1) diag(beta).",
+        ),
+        (
+            torch.linalg.solve(system, b * values - keys @ state),
+            "beta multiplies the whole error, diag(beta) (V - K S_0), not V alone.",
+        ),
+        (
+            torch.linalg.solve(system, b * values),
+            "subtract what the state from the earlier chunks returns: "
+            "diag(beta) (V - K S_0); K S_0 holds S_0^T k_t for every step.",
+        ),
+        (
+            torch.linalg.solve(system, b * (values - keys @ state.T)) if square else values[:0],
+            "S_0 is (D, V), keys "
+            "along the rows: S_0^T k_t for every step is keys @ state (C, V), not keys @ state.T nor state @ keys.T.",
+        ),
+    ]
+
+
+def _ut_problem(result, want, what: str, earlier: list) -> Feedback | torch.Tensor:
+    """The learner's U, detached, or the hint for a result that is not one floating (C, V) tensor."""
+    if isinstance(result, (tuple, list)):
+        kept = any(isinstance(t, torch.Tensor) and t.shape == want.shape for t in result)
+        return fb.hint(
+            f"return U alone, one (C, V) tensor; got {fb.described(result)}"
+            + (": the new state S_0 + K^T U is the next step's work, not this function's." if kept else ".")
+        )
+    if not isinstance(result, torch.Tensor):
+        return fb.hint(f"return U, one tensor of shape (C, V); got {fb.described(result)}.")
+    (steps, width), got = want.shape, tuple(result.shape)
+    if got == (steps, steps) and steps != width:
+        return fb.hint(
+            f"U must have shape {(steps, width)} (C, V), got {got}, the system's matrix: return the "
+            "solution U of (I + diag(beta) tril(K K^T, -1)) U = diag(beta) (V - K S_0)."
+        )
+    if got == (width, steps) and steps != width:
+        return fb.hint(f"U must have shape {(steps, width)} (C, V), one row per step, got {got}: transposed.")
+    shape = fb.first_hint(
+        fb.earlier_shape(result, want.shape, earlier),
+        shape_hint(what, "take every size from the inputs.", ("U", result, want)),
+        fb.low_precision(result, "U"),
+    )
+    if shape is not None or result.is_floating_point():
+        return result.detach() if shape is None else shape
+    return fb.hint(f"U is {str(result.dtype).removeprefix('torch.')}: return floating numbers (float32 or 64).")
+
+
+def _ut_wrong(got, want, inputs: dict) -> Feedback:
+    """The hint for a U of the right shape but other numbers: NaN from a division by beta = 0, a typical mistake."""
+    if bool((inputs["beta"] == 0).any()) and fb.not_finite(got) is not None:
+        return fb.hint(
+            "U holds NaN or infinity where beta_t = 0: a step that does not write has u_t = 0; keep beta on "
+            "the products, never divide by it"
+        )
+    off = "U is off: solve (I + diag(beta) tril(K K^T, -1)) U = diag(beta) (V - K S_0), with K S_0 = keys @ state"
+    return mistake_hint(got, want, _ut_mistakes(*inputs.values()), fb.not_finite(got, "U"), fb.hint(off))
+
+
+@fb.function_answer("your function ut_transform(keys, values, beta, state)", "a function")
+def check_ut_transform(ut_transform) -> Feedback:
+    """Build it: ``ut_transform(keys, values, beta, state) -> U`` (C, V), the writes of one chunk of the delta rule.
+
+    U solves ``(I + diag(beta) tril(K K^T, -1)) U = diag(beta) (V - K S_0)``, keys (C, D), values (C, V), beta (C,),
+    state S_0 (D, V). Checked on hidden cases of varied C (1, 2, 5, 8), D and V, beta with zeros and ones, a state
+    left by earlier chunks and a key written twice in a chunk, against ``torch.linalg.solve_triangular``; the
+    learner's function gets copies.
+    """
+    shapes = []
+    for case, (what, inputs) in enumerate(_ut_cases()):
+        want = _reference_ut(*inputs.values())
+        result, problem = fb.call_on_copies(ut_transform, inputs)
+        if problem is not None:
+            return with_case(fb.raised_on(problem, (*inputs["keys"].shape, want.shape[1]), case > 0), what)
+        got = _ut_problem(result, want, what, shapes)
+        if isinstance(got, Feedback):
+            return with_case(got, what) if "hidden case" not in got.message else got
+        shapes.append(tuple(want.shape))
+        if not float32_close(got, want):
+            return with_case(_ut_wrong(got, want, inputs), what)
+    return fb.ok(
+        "U matches on every hidden case, from a chunk of 1 step to 8, with beta 0 and 1 and a key written twice: one "
+        "triangular solve gives what the step-by-step delta rule writes. This is the solve inside delta_rule_chunked."
     )

@@ -16,6 +16,7 @@
 * ``rotary``         RoPE's angles and scores, ALiBi's bias (notebook 11)
 * ``extrapolation``  the extrapolation experiment, the frequencies of each RoPE scaling (notebook 11)
 * ``linear``         linear attention (notebook 12)
+* ``delta_rule``     the delta rule's memory and its gate, Gated DeltaNet (notebook 12)
 
 ``base`` holds the small pieces the figures share (numbers in, matrices drawn, ticks thinned); it is not re-exported.
 
@@ -44,6 +45,7 @@ from .cost import *  # noqa: F403
 from .rotary import *  # noqa: F403
 from .extrapolation import *  # noqa: F403
 from .linear import *  # noqa: F403
+from .delta_rule import *  # noqa: F403
 # isort: on
 
 # Each module's ``__all__``, in the order above.
@@ -64,6 +66,7 @@ _MODULES = (
     "rotary",
     "extrapolation",
     "linear",
+    "delta_rule",
 )
 __all__ = []
 __all__ += [name for module in _MODULES for name in sys.modules[f"{__name__}.{module}"].__all__]
