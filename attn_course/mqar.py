@@ -34,7 +34,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._validate.mqar import require_mqar_batch_args, require_race_args, require_recall_model_args
+from ._validate.mqar import (
+    require_mqar_batch_args,
+    require_race_args,
+    require_recall_inputs,
+    require_recall_model_args,
+)
 from .delta_rule import delta_rule_chunked
 from .linear import linear_attention_chunked
 
@@ -81,14 +86,16 @@ class MemoryLayer(nn.Module):
         if self.kind == "softmax":
             out = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, T, D)
         elif self.kind == "linear":
-            out = linear_attention_chunked(q, k, v, q.shape[1])  # one chunk, the causal parallel form: (B, T, D)
+            out = linear_attention_chunked(
+                q, k, v, max(q.shape[1], 1)
+            )  # one chunk: the causal parallel form, (B, T, D)
         elif self.kind == "sum":
             q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)  # unit queries and keys
             out = torch.tril(q @ k.transpose(1, 2)) @ v  # (B, T, T) x (B, T, D): sum_{i <= t} (q_t . k_i) v_i
         else:
             beta, alpha = self.gates(x)  # (B, T) each; alpha None for the plain delta rule
             q, k = F.normalize(q, dim=-1), F.normalize(k, dim=-1)  # unit queries and keys
-            out, _ = delta_rule_chunked(q, k, v, beta, q.shape[1], alpha=alpha)  # one chunk: (B, T, D)
+            out, _ = delta_rule_chunked(q, k, v, beta, max(q.shape[1], 1), alpha=alpha)  # one chunk: (B, T, D)
         return self.W_o(out)  # (B, T, D) x (D, W) -> (B, T, W)
 
     def gates(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -107,7 +114,7 @@ class RecallModel(nn.Module):
     def __init__(self, memories, num_keys: int, num_values: int, width: int = 64, head_size: int = 16):
         require_recall_model_args(memories, num_keys, num_values, width, head_size)
         super().__init__()
-        self.memories = tuple(memories)
+        self.memories, self.num_keys, self.num_values = tuple(memories), num_keys, num_values
         self.key_embedding = nn.Embedding(num_keys, width)
         self.value_embedding = nn.Embedding(num_values + 1, width)  # the last is the blank of a query position
         self.layers = nn.ModuleList(MemoryLayer(kind, width, head_size) for kind in self.memories)
@@ -115,6 +122,7 @@ class RecallModel(nn.Module):
         self.readout = nn.Linear(width, num_values)
 
     def forward(self, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        require_recall_inputs(keys, values, self.num_keys, self.num_values)
         x = self.key_embedding(keys) + self.value_embedding(values)  # (B, T, W)
         for layer, norm in zip(self.layers, self.norms, strict=True):
             x = x + layer(norm(x))  # (B, T, W)

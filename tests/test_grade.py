@@ -1,9 +1,12 @@
 """make grade (tools/grade.py): a small class built on the fly from notebook 04 is graded by the course's checks, in
 sandboxed kernels; wrong input stops the run before anything runs or is written."""
 
+import csv
+import fcntl
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -39,6 +42,11 @@ except MemoryError:
     found["memory"] = "MemoryError"
 raise RuntimeError(json.dumps(found, separators=(",", ":")))
 """.replace("COURSE", repr(str(ROOT / "pyproject.toml")))
+# The first cell of the hand-ins whose verdicts are about answers, hints and the sandbox: their figures are built but
+# never drawn. The inline backend renders each figure to a PNG at the end of its cell, about 4 s of the 10 s that a
+# copy of notebook 04 takes in a kernel, and no verdict reads a figure. "solved", the course's own notebook, still
+# draws every figure in the sandbox, as a student's kernel would.
+NO_DRAWING = 'import matplotlib\nmatplotlib.use("agg")'
 
 
 def _cells(path: Path) -> list[dict]:
@@ -75,9 +83,9 @@ def build_class(folder: Path) -> None:
     course = _cells(ROOT / "notebooks" / NOTEBOOK)
     student = [c for c in course if not grade.is_solution(c)]  # what make student keeps (tests/test_student.py)
     _save(folder, "solved", course)  # the course's own notebook: every check's solution cell runs
-    _save(folder, "untouched", student)
+    _save(folder, "untouched", [_code(NO_DRAWING), *student])
     wrong = _edit(student, "x3 = torch.tensor", "key_3 = None", "key_3 = torch.zeros(4)")  # (4,) for a (3,) key
-    _save(folder, "wrong", [*wrong, _code(PROBE)])
+    _save(folder, "wrong", [_code(NO_DRAWING), *wrong, _code(PROBE)])
     # A loop that never ends, asleep: the cell timeout is what ends it, and a busy loop would take a core from the
     # tests that run beside this one for the whole timeout.
     looping = f"import subprocess, time\nsubprocess.Popen(['sleep', '{MARKER}'])\nwhile True:\n    time.sleep(0.05)\n"
@@ -101,16 +109,16 @@ def build_class(folder: Path) -> None:
         "real.Feedback.__bool__ = lambda self: True\n"
         "open('attn_course.py', 'w').write('raise SystemExit')  # a module of the same name beside the notebook\n"
     )
-    _save(folder, "cheater", [*cheat, _code(redefine)])
+    _save(folder, "cheater", [_code(NO_DRAWING), *cheat, _code(redefine)])
     (folder / "absent <b>&").mkdir()  # handed nothing in; a name that HTML must escape
 
 
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("class")
+def grade_class(root: Path) -> Path:
+    """Build the class in ``root`` and grade it; the results folder."""
+    folder = root / "class"
     build_class(folder)
-    out = tmp_path_factory.mktemp("out") / "grades"
-    out.mkdir()
+    out = root / "out" / "grades"
+    out.mkdir(parents=True)
     (out / "stale.txt").write_text("from an earlier run")
     os.environ["ATTN_GRADE_SECRET"] = "the grader's environment"  # must not reach a kernel
     try:
@@ -120,9 +128,26 @@ def graded(tmp_path_factory):
     finally:
         del os.environ["ATTN_GRADE_SECRET"]
     assert code == 0
-    with open(out / "grades.csv", encoding="utf-8") as f:
-        import csv
+    return out
 
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """The class graded once per test session. Under pytest-xdist's default ``--dist load`` (make unit) this
+    module's tests are spread over the workers, and each worker would grade the whole class again (about 25 s of
+    kernels, and two gradings at once each see the other's processes); the first worker grades into the session's
+    shared folder and the others wait for it and read its results. ``make test`` (``--dist loadfile``) grades once
+    anyway."""
+    shared = os.environ.get("PYTEST_XDIST_WORKER") is not None  # then basetemp is .../pytest-N/popen-gwK
+    root = (tmp_path_factory.getbasetemp().parent if shared else tmp_path_factory.getbasetemp()) / "graded-class"
+    root.mkdir(exist_ok=True)
+    with open(root.parent / "graded-class.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also when the grading fails
+        done = root / "graded"
+        if not done.exists():  # also when a grading before this one failed: a folder of its own
+            done.write_text(str(grade_class(Path(tempfile.mkdtemp(dir=root)))))
+    out = Path(done.read_text())
+    with open(out / "grades.csv", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     return out, rows
 

@@ -5,6 +5,8 @@ import torch
 
 from attn_course.mqar import MEMORIES, RecallModel, mqar_batch, train_recall
 
+MODEL = RecallModel(["delta"], 12, 7, width=16, head_size=4)
+
 
 def batch(n=5, b=64, seed=0):
     return mqar_batch(n, b, 12, 7, torch.Generator().manual_seed(seed))
@@ -68,6 +70,13 @@ def test_a_run_is_reproducible_from_its_seed():
     assert len(first.mean_alpha) == 1 and 0 < first.mean_alpha[0] < 1
 
 
+@pytest.mark.parametrize("memories", [[m] for m in MEMORIES])
+def test_an_empty_sequence_gives_empty_logits(memories):
+    model = RecallModel(memories, 12, 7, width=16, head_size=4)
+    empty = torch.zeros(2, 0, dtype=torch.long)
+    assert model(empty, empty).shape == (2, 0, 7)
+
+
 @pytest.mark.parametrize(
     "call, error, match",
     [
@@ -85,6 +94,24 @@ def test_a_run_is_reproducible_from_its_seed():
         (lambda: train_recall(["delta"], steps=0), ValueError, "steps"),
         (lambda: train_recall(["delta"], lr=-1.0), ValueError, "lr must be a finite number > 0"),
         (lambda: train_recall(["delta"], seed=-1), ValueError, "seed"),
+        (lambda: train_recall(["delta"], steps=3.0), TypeError, "steps must be an integer"),
+        (lambda: train_recall(["delta"], pairs=torch.tensor([4])), TypeError, "pairs must be a non-empty list"),
+        (
+            lambda: MODEL(torch.full((2, 4), 12), torch.zeros(2, 4, dtype=torch.long)),
+            ValueError,
+            r"keys must .* \[0, 12\)",
+        ),
+        (
+            lambda: MODEL(torch.zeros(2, 4), torch.zeros(2, 4, dtype=torch.long)),
+            TypeError,
+            "keys must be a .B, T. int64",
+        ),
+        (lambda: MODEL(torch.zeros(2, 4, dtype=torch.long), torch.full((2, 4), 8)), ValueError, r"values .* \[0, 8\)"),
+        (
+            lambda: MODEL(torch.zeros(2, 4, dtype=torch.long), torch.zeros(2, 5, dtype=torch.long)),
+            ValueError,
+            r"values must have the shape of keys \(B, T\) = \(2, 4\)",
+        ),
     ],
 )
 def test_bad_input_is_named(call, error, match):

@@ -4,7 +4,7 @@ from.
 
 from __future__ import annotations
 
-from . import require_choice, require_int, require_nonempty_list, require_positive
+from . import require_choice, require_int, require_nonempty_list, require_positive, require_tokens
 from .lm import require_generator
 
 # A private module: every helper imports the checks it needs by name, so it has no __all__.
@@ -43,3 +43,15 @@ def require_race_args(memories, pairs, steps, batch_size, num_keys, num_values, 
     require_int(batch_size, "batch_size")
     require_positive(lr, "lr")
     require_int(seed, "seed", 0)
+
+
+def require_recall_inputs(keys, values, num_keys: int, num_values: int) -> None:
+    """RecallModel's inputs: (B, T) key ids in [0, num_keys) and value ids in [0, num_values], the blank included,
+    of one shape."""
+    require_tokens(keys, "keys", num_keys)
+    require_tokens(values, "values", num_values + 1)
+    if values.shape != keys.shape:
+        raise ValueError(
+            f"values must have the shape of keys (B, T) = {tuple(keys.shape)}, one value per position, "
+            f"got {tuple(values.shape)}"
+        )
