@@ -1,7 +1,7 @@
 """Input checks of the figures of matrices and vectors (private): ``show_heatmaps`` and ``show_matrix``
-(``plots.heatmaps``, ``plots.selfattention``), then the figures of notebooks 11 and 12 (``plots.rotary``,
-``plots.extrapolation``, ``plots.linear``); see ``_validate``, whose checks these are built from. The figures of
-what a model returned are checked in ``model_figures``.
+(``plots.heatmaps``, ``plots.selfattention``), then the figures of notebooks 11 to 13 (``plots.rotary``,
+``plots.extrapolation``, ``plots.linear``, ``plots.sparse``); see ``_validate``, whose checks these are built from.
+The figures of what a model returned are checked in ``model_figures``.
 
 A figure opens with one call from here, so its body is the drawing.
 """
@@ -18,6 +18,8 @@ from . import (
     require_finite,
     require_float,
     require_int,
+    require_nonempty_list,
+    require_nonnegative,
     require_number,
     require_rank,
     require_self_attention_inputs,
@@ -209,3 +211,54 @@ def require_recall_curves(pairs, curves, reference) -> None:
             raise TypeError(f"{what} must be a list of numbers, got {type(values).__name__}")
         if len(values) != len(pairs):
             raise ValueError(f"{what} must have one value per entry of pairs ({len(pairs)}), got {len(values)}")
+
+
+# ---- sparse attention (plots.sparse) -------------------------------------------------------------------------------
+
+
+def require_mass_curves(weights, budgets, labels) -> tuple[list[int], list[str]]:
+    """plot_mass_kept's arguments: causal weights (H, Q, K), floating, finite, >= 0, K >= Q >= 1, H >= 1, 0 on every
+    key after its query; a non-empty list of budgets, integers >= 1 (returned sorted, without repeats); H labels or
+    None (returned, ``head 0, head 1, ...`` by default)."""
+    require_float(weights, "weights")
+    require_rank(weights, "weights", (3,), "(H, Q, K)")
+    heads, num_q, num_k = weights.shape
+    if heads == 0 or num_q == 0 or num_k < num_q:
+        raise ValueError(
+            f"weights must have shape (H, Q, K) with H >= 1 and K >= Q >= 1 (every query sees a key), got shape "
+            f"{tuple(weights.shape)}"
+        )
+    require_finite(weights, "weights")
+    require_nonnegative(weights, "weights", "attention weights")
+    after = torch.ones(num_q, num_k, dtype=torch.bool, device=weights.device).triu(num_k - num_q + 1)  # (Q, K)
+    if bool((weights[:, after] != 0).any()):
+        raise ValueError(
+            "weights must be causal: 0 on every key after its query (query i sees keys 0..i + K - Q), got a weight "
+            f"of {float(weights[:, after].abs().max())} after one"
+        )
+    require_nonempty_list(budgets, "budgets", "numbers of keys k (integers >= 1)")
+    for i, k in enumerate(budgets):
+        require_int(k, f"budgets[{i}]")
+    if labels is not None:
+        require_sequence(labels, "labels", "head names")
+        if len(labels) != heads:
+            raise ValueError(f"labels must hold {heads} names (one per head of weights), got {len(labels)}")
+    return sorted(set(budgets)), [str(x) for x in labels] if labels is not None else [f"head {h}" for h in range(heads)]
+
+
+def require_selection_figure(queries, keys, top_k, block_size, axes=None) -> None:
+    """plot_sparse_selection's arguments: queries and keys (T, D) of one shape, floating, finite, T >= 1, D >= 1;
+    ``top_k`` and ``block_size`` integers >= 1; ``axes`` None or three axes."""
+    require_query_key_rows(queries, keys)
+    if queries.shape != keys.shape:
+        raise ValueError(
+            f"queries and keys must have one shape (T, D): one key per query position (causal self-attention), got "
+            f"queries {tuple(queries.shape)} and keys {tuple(keys.shape)}"
+        )
+    require_finite(queries, "queries")
+    require_finite(keys, "keys")
+    require_int(top_k, "top_k")
+    require_int(block_size, "block_size")
+    given = 3 if axes is None else np.asarray(axes, dtype=object).size
+    if given != 3:
+        raise ValueError(f"axes must hold three axes (top-k, MoBA, window), got {given}")

@@ -40,6 +40,7 @@ from .rotary import *  # noqa: F403
 from .extrapolation import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .delta_rule import *  # noqa: F403
+from .sparse import *  # noqa: F403
 # isort: on
 
 # Each module's ``__all__``, in the order above.
@@ -63,6 +64,7 @@ _MODULES = (
     "extrapolation",
     "linear",
     "delta_rule",
+    "sparse",
 )
 __all__ = ["Feedback", "ClaimError", "claim"]
 __all__ += [name for module in _MODULES for name in sys.modules[f"{__name__}.{module}"].__all__]

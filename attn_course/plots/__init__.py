@@ -17,6 +17,7 @@
 * ``extrapolation``  the extrapolation experiment, the frequencies of each RoPE scaling (notebook 11)
 * ``linear``         linear attention (notebook 12)
 * ``delta_rule``     the delta rule's memory and its gate, Gated DeltaNet (notebook 12)
+* ``sparse``         the mass the largest weights keep, the keys sparse patterns read (notebook 13)
 
 ``base`` holds the small pieces the figures share (numbers in, matrices drawn, ticks thinned); it is not re-exported.
 
@@ -46,6 +47,7 @@ from .rotary import *  # noqa: F403
 from .extrapolation import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .delta_rule import *  # noqa: F403
+from .sparse import *  # noqa: F403
 # isort: on
 
 # Each module's ``__all__``, in the order above.
@@ -67,6 +69,7 @@ _MODULES = (
     "extrapolation",
     "linear",
     "delta_rule",
+    "sparse",
 )
 __all__ = []
 __all__ += [name for module in _MODULES for name in sys.modules[f"{__name__}.{module}"].__all__]
