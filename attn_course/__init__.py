@@ -34,6 +34,8 @@ Every notebook imports it; each module covers one idea, in course order:
 * ``linear``    linear attention: feature maps, recurrent and chunked forms, decay (notebook 12)
 * ``delta_rule``  the delta rule, Gated DeltaNet and the chunked (UT transform) form (notebook 12)
 * ``mqar``      the recall race: multi-query associative recall learned by each kind of memory (notebook 12)
+* ``sparse``    sparse attention: top-k, MoBA's blocks, NSA's branches, the lightning indexer's score (notebook 13)
+* ``indexer``   a trained layer for sparse attention to work on, and the lightning indexer trained by KL (notebook 13)
 
 Axis names, used in every docstring and shape comment:
 
@@ -83,6 +85,8 @@ from .extrapolation import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .delta_rule import *  # noqa: F403
 from .mqar import *  # noqa: F403
+from .sparse import *  # noqa: F403
+from .indexer import *  # noqa: F403
 from .plots import *  # noqa: F403
 from .widgets import *  # noqa: F403
 # isort: on
@@ -118,6 +122,8 @@ _MODULES = (
     "linear",
     "delta_rule",
     "mqar",
+    "sparse",
+    "indexer",
     "plots",
     "widgets",
 )

@@ -38,7 +38,13 @@ from ._validate.sparse import (
 )
 from .masking import softmax_over_allowed
 
-__all__ = []  # names join when notebook 13 uses them
+__all__ = [
+    "attention_mass_kept",
+    "topk_attention",
+    "block_sparse_attention",
+    "native_sparse_attention",
+    "lightning_indexer",
+]
 
 _OVERFLOW = "the scores q . k / sqrt(D)"  # what require_finite_output names when finite input overflowed
 

@@ -217,24 +217,24 @@ def require_recall_curves(pairs, curves, reference) -> None:
 
 
 def require_mass_curves(weights, budgets, labels) -> tuple[list[int], list[str]]:
-    """plot_mass_kept's arguments: causal weights (H, Q, K), floating, finite, >= 0, K >= Q >= 1, H >= 1, 0 on every
-    key after its query; a non-empty list of budgets, integers >= 1 (returned sorted, without repeats); H labels or
-    None (returned, ``head 0, head 1, ...`` by default)."""
+    """plot_mass_kept's arguments: causal weights (H, Q, K) or (H, B, Q, K), floating, finite, >= 0, K >= Q >= 1,
+    H >= 1, 0 on every key after its query; a non-empty list of budgets, integers >= 1 (returned sorted, without
+    repeats); H labels or None (returned, ``head 0, head 1, ...`` by default)."""
     require_float(weights, "weights")
-    require_rank(weights, "weights", (3,), "(H, Q, K)")
-    heads, num_q, num_k = weights.shape
-    if heads == 0 or num_q == 0 or num_k < num_q:
+    require_rank(weights, "weights", (3, 4), "(H, Q, K) or (H, B, Q, K)")
+    heads, num_q, num_k = weights.shape[0], weights.shape[-2], weights.shape[-1]
+    if heads == 0 or num_q == 0 or num_k < num_q or weights.numel() == 0:
         raise ValueError(
-            f"weights must have shape (H, Q, K) with H >= 1 and K >= Q >= 1 (every query sees a key), got shape "
-            f"{tuple(weights.shape)}"
+            f"weights must have shape (H, Q, K) or (H, B, Q, K) with H >= 1, B >= 1 and K >= Q >= 1 (every query sees "
+            f"a key), got shape {tuple(weights.shape)}"
         )
     require_finite(weights, "weights")
     require_nonnegative(weights, "weights", "attention weights")
     after = torch.ones(num_q, num_k, dtype=torch.bool, device=weights.device).triu(num_k - num_q + 1)  # (Q, K)
-    if bool((weights[:, after] != 0).any()):
+    if bool((weights[..., after] != 0).any()):
         raise ValueError(
             "weights must be causal: 0 on every key after its query (query i sees keys 0..i + K - Q), got a weight "
-            f"of {float(weights[:, after].abs().max())} after one"
+            f"of {float(weights[..., after].abs().max())} after one"
         )
     require_nonempty_list(budgets, "budgets", "numbers of keys k (integers >= 1)")
     for i, k in enumerate(budgets):

@@ -22,7 +22,7 @@ from ..masking import causal_mask, masked_softmax
 from ..sparse import attention_mass_kept, block_sparse_attention, topk_attention
 from .base import as_numpy
 
-__all__ = []  # ["plot_mass_kept", "plot_sparse_selection"] join when notebook 13 uses them, as sparse.py's names
+__all__ = ["plot_mass_kept", "plot_sparse_selection"]
 
 _WEIGHT_TICKS = (0.0, 0.05, 0.2, 0.5, 1.0)  # the colour bar's, even on its square-root scale
 _NORM_GAMMA = 0.5  # the colour of a weight goes with its square root: the small weights of long rows stay visible
@@ -36,7 +36,8 @@ def plot_mass_kept(weights, budgets, labels=None, ax=None, figsize=(5.6, 3.4)) -
     for a query that sees ``n_i`` keys, averaged the same way: a head above it concentrates its attention.
 
     Args:
-        weights: (H, Q, K) causal attention weights of H heads (query i sees keys 0..i + K - Q, K >= Q), >= 0.
+        weights: (H, Q, K) causal attention weights of H heads (query i sees keys 0..i + K - Q, K >= Q), >= 0; or
+            (H, B, Q, K), the same for B sequences, averaged over them too.
         budgets: the values of k, integers >= 1 (drawn sorted, on a log2 axis).
         labels: H names for the legend, or None for ``head 0, head 1, ...``.
         ax: axes to draw on, or None for a new figure.
@@ -45,9 +46,9 @@ def plot_mass_kept(weights, budgets, labels=None, ax=None, figsize=(5.6, 3.4)) -
         The figure.
     """
     budgets, labels = require_mass_curves(weights, budgets, labels)
-    w = weights.detach().cpu().double()  # (H, Q, K)
-    num_q, num_k = w.shape[1:]
-    kept = [w.topk(min(k, num_k), dim=-1).values.sum(-1).mean(-1) for k in budgets]  # each (H, Q, k) -> (H,)
+    num_q, num_k = weights.shape[-2:]
+    w = weights.detach().cpu().double().reshape(weights.shape[0], -1, num_k)  # (H, B Q, K): one row per query
+    kept = [w.topk(min(k, num_k), dim=-1).values.sum(-1).mean(-1) for k in budgets]  # each (H, B Q, k) -> (H,)
     seen = causal_mask(num_q, num_k).sum(-1).double()  # (Q,): n_i, the keys each query sees
     uniform = [(seen.clamp(max=k) / seen).mean().item() for k in budgets]  # min(k, n_i) / n_i, mean over queries
     if ax is None:
