@@ -286,6 +286,49 @@ def _block_call(kind, x, src_len=None, memory=None):
             TypeError,
             r"y_train must hold the training targets as numbers, got dict",
         ),
+        # notebook 12's second half: the gated and chunked delta rules, the recall race
+        (
+            lambda: ac.delta_rule_chunked(*[torch.randn(1, 5, 3)] * 3, torch.rand(1, 5), 2, alpha=[0.5] * 5),
+            TypeError,
+            r"alpha must be a torch.Tensor, got list",
+        ),
+        (
+            lambda: ac.gated_delta_rule(*[torch.randn(1, 5, 3).half()] * 3, torch.rand(1, 5).half(), torch.rand(1, 5)),
+            TypeError,
+            r"alpha has dtype torch.float32 but queries has dtype torch.float16",
+        ),
+        (lambda: ac.train_recall("delta"), TypeError, r"memories must be a non-empty list of memory kinds"),
+        (lambda: ac.plot_gated_memory("0.5"), TypeError, r"alpha must be a finite number in \[0, 1\], got '0.5'"),
+        # notebook 13: sparse attention and the lightning indexer
+        (lambda: ac.topk_attention([[1.0]], torch.randn(2, 6, 4), torch.randn(2, 6, 3), 2), TypeError, r"queries must"),
+        (
+            lambda: ac.topk_attention(*[torch.randn(2, 6, 4)] * 3, 2.0),
+            TypeError,
+            r"top_k must be an integer >= 1, got 2.0 \(float\)",
+        ),
+        (
+            lambda: ac.block_sparse_attention(torch.randn(2, 6, 4), torch.randn(2, 5, 4), torch.randn(2, 6, 3), 2, 1),
+            ValueError,
+            r"values must have one row per key",
+        ),
+        (
+            lambda: ac.native_sparse_attention(*[torch.randn(2, 6, 4)] * 3, torch.full((2, 6, 3), 2.0), 2, 1, 2),
+            ValueError,
+            r"gates must lie in \[0, 1\], got 2.0",
+        ),
+        (
+            lambda: ac.lightning_indexer(torch.randn(2, 6, 3, 4), torch.randn(2, 6, 5), torch.randn(2, 6, 3)),
+            ValueError,
+            r"index_keys must have shape \(B, K, D_I\)",
+        ),
+        (
+            lambda: ac.attention_mass_kept(torch.rand(2, 3, 4), torch.rand(2, 3, 4)),
+            TypeError,
+            r"selected must be a bool tensor",
+        ),
+        (lambda: ac.plot_mass_kept([[0.5]], [1]), TypeError, r"weights must be a torch.Tensor, got list"),
+        (lambda: ac.train_indexer(None), TypeError, r"model must be a FactsModel"),
+        (lambda: ac.facts_batch(-1), ValueError, r"batch_size must be an integer >= 1, got -1"),
     ],
 )
 def test_bad_input_is_named(call, error, match):
