@@ -325,3 +325,33 @@ def test_a_bad_slider_value_is_refused_by_name_and_leaves_the_figure_as_it_was(c
     with pytest.raises(error, match=match):
         fig.slider_update(**({"top_k": 3, "block_size": 2} | changes))
     assert [ax.get_title() for ax in fig.axes[:3]] == titles
+
+
+def test_mass_by_position_is_the_top_k_mass_of_each_query_averaged_over_sequences():
+    from attn_course.plots.sparse import plot_mass_by_position
+
+    torch.manual_seed(0)
+    allowed = torch.ones(3, 5, dtype=torch.bool).tril(2)  # (Q, K): query i sees keys 0..i + 2
+    weights = torch.softmax(torch.randn(2, 4, 3, 5).masked_fill(~allowed, float("-inf")), -1)  # (H, B, Q, K)
+    fig = plot_mass_by_position(weights, 2, labels=["a", "b"])
+    ax = fig.axes[0]
+    for head, line in enumerate(ax.get_lines()):
+        expected = [
+            sum(sorted(weights[head, b, i].tolist(), reverse=True)[:2]) / 4 * 1.0 for i in range(3) for b in range(4)
+        ]
+        per_query = [sum(expected[i * 4 : i * 4 + 4]) for i in range(3)]
+        assert list(line.get_xdata()) == [2, 3, 4]
+        assert np.allclose(line.get_ydata(), per_query)
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a", "b"]
+    assert ax.get_xlabel() == "query position" and "top 2" in ax.get_ylabel()
+    plt.close(fig)
+
+
+def test_mass_by_position_names_a_bad_k():
+    from attn_course.plots.sparse import plot_mass_by_position
+
+    weights = torch.full((1, 2, 2), 0.5).tril()
+    with pytest.raises(TypeError, match=r"k must be an integer >= 1, got 1.5"):
+        plot_mass_by_position(weights, 1.5)
+    with pytest.raises(ValueError, match=r"k must be an integer >= 1, got 0"):
+        plot_mass_by_position(weights, 0)

@@ -216,6 +216,12 @@ def require_recall_curves(pairs, curves, reference) -> None:
 # ---- sparse attention (plots.sparse) -------------------------------------------------------------------------------
 
 
+def require_mass_by_position(weights, k, labels) -> list[str]:
+    """plot_mass_by_position's arguments: ``k`` an integer >= 1, and weights and labels as plot_mass_kept takes them."""
+    require_int(k, "k")
+    return require_mass_curves(weights, [k], labels)[1]
+
+
 def require_mass_curves(weights, budgets, labels) -> tuple[list[int], list[str]]:
     """plot_mass_kept's arguments: causal weights (H, Q, K) or (H, B, Q, K), floating, finite, >= 0, K >= Q >= 1,
     H >= 1, 0 on every key after its query; a non-empty list of budgets, integers >= 1 (returned sorted, without

@@ -17,12 +17,12 @@ from matplotlib.colors import PowerNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator, NullLocator
 
-from .._validate.figures import require_mass_curves, require_selection_figure
+from .._validate.figures import require_mass_by_position, require_mass_curves, require_selection_figure
 from ..masking import causal_mask, masked_softmax
 from ..sparse import attention_mass_kept, block_sparse_attention, topk_attention
 from .base import as_numpy
 
-__all__ = ["plot_mass_kept", "plot_sparse_selection"]
+__all__ = ["plot_mass_kept", "plot_mass_by_position", "plot_sparse_selection"]
 
 _WEIGHT_TICKS = (0.0, 0.05, 0.2, 0.5, 1.0)  # the colour bar's, even on its square-root scale
 _NORM_GAMMA = 0.5  # the colour of a weight goes with its square root: the small weights of long rows stay visible
@@ -64,6 +64,36 @@ def plot_mass_kept(weights, budgets, labels=None, ax=None, figsize=(5.6, 3.4)) -
     ax.set_ylabel("mass kept (mean over queries)")
     ax.legend(fontsize=8, loc="lower right")
     ax.set_title("Mass kept by the k largest weights", fontsize=10)
+    return ax.figure
+
+
+def plot_mass_by_position(weights, k: int, labels=None, ax=None, figsize=(5.6, 3.0)) -> Figure:
+    """For each head, the mass its ``k`` largest weights keep at each query position, averaged over the sequences.
+
+    Args:
+        weights: (H, Q, K) or (H, B, Q, K) causal attention weights, as ``plot_mass_kept`` takes them; query i is
+            position ``K - Q + i``.
+        k: the keys kept per query, an integer >= 1.
+        labels: H names for the legend, or None for ``head 0, head 1, ...``.
+        ax: axes to draw on, or None for a new figure.
+
+    Returns:
+        The figure.
+    """
+    labels = require_mass_by_position(weights, k, labels)
+    num_q, num_k = weights.shape[-2:]
+    w = weights.detach().cpu().double().reshape(weights.shape[0], -1, num_q, num_k)  # (H, B, Q, K)
+    kept = w.topk(min(k, num_k), dim=-1).values.sum(-1).mean(1)  # (H, B, Q, k) -> (H, Q): mean over the sequences
+    position = np.arange(num_k - num_q, num_k)  # (Q,): each query's position
+    if ax is None:
+        _, ax = plt.subplots(figsize=figsize, dpi=90, layout="constrained")
+    for head, label in enumerate(labels):
+        ax.plot(position, as_numpy(kept[head]), ".-", ms=3, label=label)
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("query position")
+    ax.set_ylabel(f"mass kept by the top {k}")
+    ax.legend(fontsize=8, loc="lower left")
+    ax.set_title(f"Mass kept by the {k} largest weights, query by query", fontsize=10)
     return ax.figure
 
 
