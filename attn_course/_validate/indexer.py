@@ -4,8 +4,9 @@
 
 from __future__ import annotations
 
-from . import require_bool, require_instance, require_int, require_positive, require_tokens
+from . import require_bool, require_instance, require_int, require_positive
 from .lm import require_generator
+from .mqar import require_recall_inputs
 
 # A private module: every helper imports the checks it needs by name, so it has no __all__.
 
@@ -20,13 +21,7 @@ def require_facts_args(batch_size, generator, runs) -> None:
 def require_facts_inputs(keys, values, num_keys: int, num_values: int, length: int) -> None:
     """A FactsModel's inputs: (B, T) key ids in [0, num_keys) and value ids in [0, num_values] (the blank included),
     of one shape, T at most the model's ``length``."""
-    require_tokens(keys, "keys", num_keys)
-    require_tokens(values, "values", num_values + 1)
-    if values.shape != keys.shape:
-        raise ValueError(
-            f"values must have the shape of keys (B, T) = {tuple(keys.shape)}, one value per position, "
-            f"got {tuple(values.shape)}"
-        )
+    require_recall_inputs(keys, values, num_keys, num_values)  # the recall race's inputs are the same pairs
     if keys.shape[1] > length:
         raise ValueError(f"keys must have at most {length} positions, the model's length, got {keys.shape[1]}")
 

@@ -59,6 +59,20 @@ def shape_hint(what: str, advice: str, *results: tuple[str, torch.Tensor, torch.
     return None
 
 
+def tensor_answer(result: torch.Tensor, want: torch.Tensor, earlier, what: str, name: str) -> torch.Tensor | Feedback:
+    """A returned tensor checked for its shape (an earlier case's size, a size taken from elsewhere), low precision and
+    a floating dtype: the detached tensor, or the hint that names what is off. ``name`` says what it is ("U")."""
+    shape = fb.first_hint(
+        fb.earlier_shape(result, want.shape, earlier),
+        shape_hint(what, "take every size from the inputs.", (name, result, want)),
+        fb.low_precision(result, name),
+    )
+    if shape is not None or result.is_floating_point():
+        return result.detach() if shape is None else shape
+    dtype = str(result.dtype).removeprefix("torch.")
+    return fb.hint(f"{name} holds {dtype} numbers: return floating numbers (float32 or float64).")
+
+
 def mistake_hint(got: torch.Tensor, want: torch.Tensor, mistakes, *otherwise: Feedback | None) -> Feedback:
     """The hint for a result ``got`` that is not ``want``: the hint of the first typical mistake ``(its result, hint)``
     that ``got`` equals; else "your numbers look rounded" if they are; else the first of ``otherwise`` that is not

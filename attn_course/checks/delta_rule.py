@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from . import feedback as fb
-from .build_it import float32_close, gaussian, mistake_hint, shape_hint, step_results, with_case
+from .build_it import float32_close, gaussian, mistake_hint, shape_hint, step_results, tensor_answer, with_case
 from .feedback import Feedback
 
 __all__ = ["check_delta_step", "check_ut_transform"]
@@ -267,14 +267,7 @@ def _ut_problem(result, want, what: str, earlier: list) -> Feedback | torch.Tens
         )
     if got == (width, steps) and steps != width:
         return fb.hint(f"U must have shape {(steps, width)} (C, V), one row per step, got {got}: transposed.")
-    shape = fb.first_hint(
-        fb.earlier_shape(result, want.shape, earlier),
-        shape_hint(what, "take every size from the inputs.", ("U", result, want)),
-        fb.low_precision(result, "U"),
-    )
-    if shape is not None or result.is_floating_point():
-        return result.detach() if shape is None else shape
-    return fb.hint(f"U is {str(result.dtype).removeprefix('torch.')}: return floating numbers (float32 or 64).")
+    return tensor_answer(result, want, earlier, what, "U")
 
 
 def _ut_wrong(got, want, inputs: dict) -> Feedback:

@@ -9,7 +9,7 @@ import torch
 
 from ..sparse import lightning_indexer
 from . import feedback as fb
-from .build_it import float32_close, gaussian, mistake_hint, shape_hint, with_case
+from .build_it import float32_close, gaussian, mistake_hint, shape_hint, tensor_answer, with_case
 from .feedback import Feedback
 
 __all__ = ["check_causal_blocks", "check_indexer_scores"]
@@ -277,14 +277,7 @@ def _scores_problem(result, want: torch.Tensor, inputs: dict, what: str, earlier
         )
     if got == (queries, heads, keys):
         return fb.hint(f"got {got}, one score per head (Q, H, K): sum the heads, weighted by head_weights, to (Q, K).")
-    shape = fb.first_hint(
-        fb.earlier_shape(result, want.shape, earlier),
-        shape_hint(what, "take every size from the inputs.", ("the scores", result, want)),
-        fb.low_precision(result, "the score tensor"),
-    )
-    if shape is not None or result.is_floating_point():
-        return result.detach() if shape is None else shape
-    return fb.hint(f"the scores are {str(result.dtype).removeprefix('torch.')}: return floating numbers.")
+    return tensor_answer(result, want, earlier, what, "the scores")
 
 
 @fb.function_answer("your function indexer_scores(index_queries, index_keys, head_weights)", "a function")
